@@ -1,0 +1,41 @@
+# minibroker: `make run` starts a broker on localhost:9092, `make test` installs what is missing and tests.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+PYTEST_ARGS ?=
+KBENCH ?= ../shared/bench/kbench.py
+BENCH_PORT ?= 19092
+
+.PHONY: install system-deps run test lint bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@scripts/ensure-python-venv.sh $(PYTHON)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+# Debian packages the tests need (ZooKeeper and Java); installed when running as root.
+system-deps:
+	@scripts/install-system-deps.sh
+
+run: install
+	$(PY) -m broker $(ARGS)
+
+test: install system-deps
+	$(PY) -m pytest $(PYTEST_ARGS) tests
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	@test -f $(KBENCH) || { echo "kbench not found at $(KBENCH) (set KBENCH=path)"; exit 2; }
+	$(PY) $(KBENCH) --bootstrap 127.0.0.1:$(BENCH_PORT) --label minibroker \
+	    --launch "$(PY) -m broker --listen 127.0.0.1:$(BENCH_PORT) --data-dir $$(mktemp -d)" \
+	    --json-out bench-results.jsonl
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache data bench-results.jsonl
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

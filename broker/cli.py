@@ -1,0 +1,120 @@
+"""Command line: `minibroker` / `python -m broker`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from broker.config import OPTIONS, BrokerConfig, Listener, parse_host_port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="minibroker",
+        description="A Kafka-wire-compatible broker. Options named like Kafka's go through --override.",
+        epilog="Kafka-named options for --override: " + ", ".join(o.kafka_name for o in OPTIONS),
+    )
+    p.add_argument("--listen", action="append", metavar="HOST:PORT",
+                   help="address to accept clients on (repeatable; default 127.0.0.1:9092; "
+                        "'localhost' binds IPv4 and IPv6)")
+    p.add_argument("--advertised", action="append", metavar="HOST:PORT",
+                   help="address Metadata gives clients for the matching --listen (repeatable, in order; "
+                        "for containers and NAT)")
+    p.add_argument("--port", type=int, help="port of the first listener (shorthand)")
+    p.add_argument("--data-dir", type=Path, help="directory for logs and state (default ./data)")
+    p.add_argument("--broker-id", type=int, help="this broker's node id (default 0)")
+    p.add_argument("--fsync", choices=("none", "grouped", "always"),
+                   help="acks=all durability: grouped fdatasync per partition (default), one per request, "
+                        "or none (the OS flushes)")
+    p.add_argument("--num-partitions", type=int, help="partitions of auto-created topics (default 1)")
+    p.add_argument("--no-auto-create-topics", action="store_true",
+                   help="do not create unknown topics on Metadata/Produce")
+    p.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a Kafka-named option, e.g. -o log.retention.ms=60000 (repeatable)")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    config = BrokerConfig()
+    for item in args.override:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--override takes NAME=VALUE, not {item!r}")
+        config.set_option(name.strip(), value)
+    if args.listen:
+        advertised = args.advertised or []
+        if len(advertised) > len(args.listen):
+            raise ValueError("more --advertised than --listen addresses")
+        listeners = []
+        for i, text in enumerate(args.listen):
+            host, port = parse_host_port(text, default_port=9092)
+            adv_host = adv_port = None
+            if i < len(advertised):
+                adv_host, adv_port = parse_host_port(advertised[i], default_port=port)
+            listeners.append(Listener(host, port, adv_host, adv_port))
+        config.listeners = listeners
+    elif args.advertised:
+        adv_host, adv_port = parse_host_port(args.advertised[0], default_port=9092)
+        config.listeners = [Listener("127.0.0.1", 9092, adv_host, adv_port)]
+    if args.port is not None:
+        first = config.listeners[0]
+        config.listeners[0] = Listener(first.host, args.port, first.advertised_host,
+                                       first.advertised_port if first.advertised_host else None)
+    if args.data_dir is not None:
+        config.data_dir = args.data_dir
+    if args.broker_id is not None:
+        config.broker_id = args.broker_id
+    if args.fsync is not None:
+        config.fsync = args.fsync
+    if args.num_partitions is not None:
+        config.num_partitions = args.num_partitions
+    if args.no_auto_create_topics:
+        config.auto_create_topics = False
+    config.validate()
+    return config
+
+
+async def _serve(config: BrokerConfig) -> None:
+    import trio
+
+    from broker.server import Server
+
+    server = Server(config)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            addresses = ", ".join(f"{h}:{p}" for h, p in server.listen_addresses)
+            print(f"minibroker ready on {addresses} (data dir {config.data_dir})", file=sys.stderr, flush=True)
+
+            async def watch_signals() -> None:
+                async for signum in signals:
+                    logging.getLogger("broker").info("received %s", signal.Signals(signum).name)
+                    server.shutdown()
+                    return
+
+            nursery.start_soon(watch_signals)
+            # When the server finishes (after a signal), stop watching.
+            await server.stopped.wait()
+            nursery.cancel_scope.cancel()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"minibroker: {exc}", file=sys.stderr)
+        return 2
+    import trio
+
+    try:
+        trio.run(_serve, config)
+    except OSError as exc:
+        print(f"minibroker: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,148 @@
+"""Broker configuration: Kafka's option names, our defaults, parsing of `name=value` overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FSYNC_POLICIES = ("none", "grouped", "always")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One bound address and the address clients are told to use for it (Metadata)."""
+
+    host: str
+    port: int
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+
+
+def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:
+    """`HOST:PORT`, `[v6]:PORT` or `:PORT` (all interfaces)."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    elif ":" not in text:
+        host, port_text = text, ""
+    else:  # bare IPv6 address without port
+        host, port_text = text, ""
+    if not port_text:
+        if default_port is None:
+            raise ValueError(f"missing port in {text!r}")
+        return host, default_port
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"bad port in {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port out of range in {text!r}")
+    return host, port
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A Kafka-named setting: its attribute on BrokerConfig, type and meaning (README's table)."""
+
+    kafka_name: str
+    attr: str
+    kind: type
+    doc: str
+
+
+# Every setting the broker honours, by its Kafka name. `--override NAME=VALUE` takes any of them.
+OPTIONS: tuple[Option, ...] = (
+    Option("broker.id", "broker_id", int, "This broker's node id."),
+    Option("log.dirs", "data_dir", Path, "Directory holding partition logs and broker state."),
+    Option("auto.create.topics.enable", "auto_create_topics", bool,
+           "Create unknown topics on Metadata and Produce."),
+    Option("num.partitions", "num_partitions", int, "Partitions of an auto-created topic."),
+    Option("default.replication.factor", "default_replication_factor", int,
+           "Replication factor reported for topics (a single broker: 1)."),
+    Option("socket.request.max.bytes", "socket_request_max_bytes", int,
+           "Largest request frame; a larger one closes the connection."),
+    Option("message.max.bytes", "message_max_bytes", int,
+           "Largest record batch accepted (topic override: max.message.bytes)."),
+    Option("log.segment.bytes", "log_segment_bytes", int, "Segment size before rolling."),
+    Option("log.roll.ms", "log_roll_ms", int, "Segment age before rolling."),
+    Option("log.retention.ms", "log_retention_ms", int, "Delete segments older than this (-1: never)."),
+    Option("log.retention.bytes", "log_retention_bytes", int,
+           "Delete oldest segments while a partition is larger (-1: no limit)."),
+    Option("log.retention.check.interval.ms", "log_retention_check_interval_ms", int,
+           "How often retention runs."),
+    Option("log.index.interval.bytes", "log_index_interval_bytes", int, "Bytes between offset index entries."),
+    Option("log.message.timestamp.type", "log_message_timestamp_type", str,
+           "CreateTime or LogAppendTime, for topics without their own setting."),
+    Option("log.cleanup.policy", "log_cleanup_policy", str, "delete or compact, for new topics."),
+    Option("log.flush.policy", "fsync", str,
+           "none | grouped | always: when acks=all answers relative to fdatasync (minibroker's own)."),
+    Option("fetch.max.bytes", "fetch_max_bytes", int, "Upper bound on a Fetch response's size."),
+    Option("connections.max.idle.ms", "connections_max_idle_ms", int, "Idle connections are closed after this."),
+    Option("controlled.shutdown.timeout.ms", "shutdown_timeout_ms", int,
+           "On SIGTERM/SIGINT, how long in-flight requests may take (minibroker's own)."),
+    Option("cluster.id", "cluster_id", str, "Cluster id; generated and stored in the data dir when unset."),
+)
+OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
+    data_dir: Path = Path("./data")
+    broker_id: int = 0
+    cluster_id: str | None = None
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    message_max_bytes: int = 1048588
+    log_segment_bytes: int = 1024 * 1024 * 1024
+    log_roll_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    log_index_interval_bytes: int = 4096
+    log_message_timestamp_type: str = "CreateTime"
+    log_cleanup_policy: str = "delete"
+    fsync: str = "grouped"
+    fetch_max_bytes: int = 55 * 1024 * 1024
+    connections_max_idle_ms: int = 600_000
+    shutdown_timeout_ms: int = 5_000
+
+    def set_option(self, kafka_name: str, value: str) -> None:
+        """Apply one `name=value` override, with Kafka's option name."""
+        opt = OPTIONS_BY_NAME.get(kafka_name)
+        if opt is None:
+            raise ValueError(f"unknown option {kafka_name!r}")
+        setattr(self, opt.attr, _convert(opt, value))
+        self.validate()
+
+    def validate(self) -> None:
+        if self.fsync not in FSYNC_POLICIES:
+            raise ValueError(f"log.flush.policy must be one of {FSYNC_POLICIES}, not {self.fsync!r}")
+        if self.log_message_timestamp_type not in ("CreateTime", "LogAppendTime"):
+            raise ValueError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+        if self.num_partitions < 1:
+            raise ValueError("num.partitions must be at least 1")
+        if not self.listeners:
+            raise ValueError("at least one listener is needed")
+
+    def replace(self, **changes: Any) -> BrokerConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def _convert(opt: Option, value: str) -> Any:
+    if opt.kind is bool:
+        lowered = value.strip().lower()
+        if lowered not in ("true", "false"):
+            raise ValueError(f"{opt.kafka_name} takes true or false, not {value!r}")
+        return lowered == "true"
+    try:
+        return opt.kind(value)
+    except ValueError:
+        raise ValueError(f"{opt.kafka_name}: bad value {value!r}") from None

@@ -1,0 +1,110 @@
+"""{ApiKey: Api}: which versions the broker serves and which handler answers them.
+
+The ApiVersions response is derived from this table, so an API is advertised exactly when it is served.
+Handlers take (ctx, request) and return the response as a mapping (or None for acks=0 produce); a
+handler may be `async` when it waits (durability, long poll), otherwise it runs inline on the
+connection's task.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from protocol.header import ApiKey
+from protocol.schema import message
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    header: Any  # protocol.header.RequestHeader
+    state: Any  # broker.state.BrokerState
+    endpoint: Any  # broker.state.Endpoint the client connected to
+    peer: str
+
+
+@dataclass(eq=False)
+class Api:
+    key: ApiKey
+    min_version: int
+    max_version: int
+    handler: Callable[..., Any]
+    request_name: str
+    response_name: str
+    # Versions below min_version advertised anyway (Produce: KAFKA-18659) and answered by `reject_old`.
+    advertised_min: int | None = None
+    decode: Callable[[int, bytes, int], Any] | None = None
+    encode: Callable[[int, Mapping[str, Any]], bytes] | None = None
+    reject_old: Callable[[int, bytes, int], bytes] | None = None
+
+    @cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.handler)
+
+    @cached_property
+    def request(self):  # noqa: ANN201 - protocol.schema.MessageSpec
+        return message(self.request_name)
+
+    @cached_property
+    def response(self):  # noqa: ANN201
+        return message(self.response_name)
+
+    def decode_request(self, version: int, frame: bytes, offset: int) -> Any:
+        if self.decode is not None:
+            return self.decode(version, frame, offset)
+        return self.request.decode(version, frame, offset)
+
+    def encode_response(self, version: int, body: Mapping[str, Any]) -> bytes:
+        if self.encode is not None:
+            return self.encode(version, body)
+        return self.response.encode(version, body)
+
+    @property
+    def advertised_range(self) -> tuple[int, int]:
+        lo = self.min_version if self.advertised_min is None else self.advertised_min
+        return lo, self.max_version
+
+
+def _build_table() -> dict[int, Api]:
+    from broker.handlers import (
+        api_versions,
+        create_topics,
+        delete_topics,
+        fetch,
+        list_offsets,
+        metadata,
+        produce,
+    )
+    from protocol.messages import fetch as fetch_codec
+    from protocol.messages import produce as produce_codec
+
+    apis = [
+        Api(ApiKey.PRODUCE, 3, 11, produce.handle, "ProduceRequest", "ProduceResponse", advertised_min=0,
+            decode=produce_codec.decode_request, encode=produce_codec.encode_response,
+            reject_old=produce_codec.unsupported_version_response),
+        Api(ApiKey.FETCH, 4, 16, fetch.handle, "FetchRequest", "FetchResponse",
+            decode=fetch_codec.decode_request, encode=fetch_codec.encode_response),
+        Api(ApiKey.LIST_OFFSETS, 1, 9, list_offsets.handle, "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.METADATA, 0, 13, metadata.handle, "MetadataRequest", "MetadataResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 4, api_versions.handle, "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.CREATE_TOPICS, 2, 7, create_topics.handle, "CreateTopicsRequest", "CreateTopicsResponse"),
+        Api(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle, "DeleteTopicsRequest", "DeleteTopicsResponse"),
+    ]
+    return {int(api.key): api for api in apis}
+
+
+_TABLE: dict[int, Api] | None = None
+
+
+def table() -> dict[int, Api]:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _build_table()
+    return _TABLE
+
+
+def lookup(api_key: int) -> Api | None:
+    return table().get(api_key)

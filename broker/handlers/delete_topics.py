@@ -1,0 +1,37 @@
+"""DeleteTopics: by name (v1-5) or by name or topic id (v6+)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.topics import TopicError
+from protocol.header import ErrorCode
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    topics = ctx.state.topics
+    version = ctx.header.api_version
+    wanted = [(t.name, t.topic_id) for t in req.topics] if version >= 6 else \
+        [(name, ZERO_UUID) for name in req.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is None:
+            topic = topics.get_by_id(topic_id)
+            if topic is None:
+                results.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                                "error_message": "This server does not host this topic ID."})
+                continue
+            name = topic.name
+        try:
+            topic = topics.delete(name)
+        except TopicError as exc:
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode[exc.error],
+                            "error_message": exc.message})
+            continue
+        results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
+                        "error_message": None})
+    return {"throttle_time_ms": 0, "responses": results}

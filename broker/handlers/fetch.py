@@ -1,0 +1,100 @@
+"""Fetch: stored batches straight from the log, long polling until min_bytes or max_wait_ms.
+
+Fetch sessions (KIP-227) are optional for a broker: we answer session id 0 ("no session"), so clients
+keep sending full fetch requests, as with a Kafka broker whose session cache is full.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import trio
+
+from broker.dispatch import RequestContext
+from broker.log.partition_log import OffsetOutOfRangeError
+from protocol.header import ErrorCode
+
+READ_COMMITTED = 1
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _partition_error(index: int, error: ErrorCode, hw: int = -1, log_start: int = -1) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "high_watermark": hw, "last_stable_offset": hw,
+            "log_start_offset": log_start, "aborted_transactions": None, "preferred_read_replica": -1,
+            "records": b""}
+
+
+def _read(ctx: RequestContext, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the requested partitions: (topic responses, bytes read, any error)."""
+    state = ctx.state
+    version = ctx.header.api_version
+    read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
+    remaining = req.max_bytes if version >= 3 else state.config.fetch_max_bytes
+    remaining = min(remaining, state.config.fetch_max_bytes)
+    min_one = True  # KIP-74: the first non-empty partition returns at least one whole batch
+    total = 0
+    any_error = False
+    responses = []
+    for fetch_topic in req.topics:
+        if version >= 13:
+            topic = state.topics.get_by_id(fetch_topic.topic_id)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            topic = state.topics.get(fetch_topic.topic)
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partitions = []
+        for fp in fetch_topic.partitions:
+            if topic is None or not 0 <= fp.partition < len(topic.partitions):
+                partitions.append(_partition_error(fp.partition, missing))
+                any_error = True
+                continue
+            log = topic.partitions[fp.partition].log
+            hw = log.log_end_offset
+            if version >= 9 and fp.current_leader_epoch > 0:
+                # Our leader epoch is always 0; a newer one means the client knows a future leader.
+                partitions.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_LEADER_EPOCH, hw,
+                                                   log.log_start_offset))
+                any_error = True
+                continue
+            try:
+                records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
+                                   max_offset=hw)
+            except OffsetOutOfRangeError:
+                partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw,
+                                                   log.log_start_offset))
+                any_error = True
+                continue
+            size = len(records)
+            if size:
+                min_one = False
+                total += size
+                remaining = max(0, remaining - size)
+            partitions.append({
+                "partition_index": fp.partition, "error_code": ErrorCode.NONE, "high_watermark": hw,
+                "last_stable_offset": hw, "log_start_offset": log.log_start_offset,
+                "aborted_transactions": [] if read_committed else None, "preferred_read_replica": -1,
+                "records": records,
+            })
+        responses.append({"topic": fetch_topic.topic if version < 13 else None,
+                          "topic_id": fetch_topic.topic_id if version >= 13 else ZERO_UUID,
+                          "partitions": partitions})
+    return responses, total, any_error
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    if version >= 7 and req.session_id != 0:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                "session_id": 0, "responses": [], "node_endpoints": []}
+    state = ctx.state
+    deadline = trio.current_time() + max(0, req.max_wait_ms) / 1000
+    while True:
+        woken = state.append_event  # taken before reading, so no append between is missed
+        responses, total, any_error = _read(ctx, req)
+        if total >= req.min_bytes or any_error or trio.current_time() >= deadline:
+            break
+        with trio.move_on_at(deadline):
+            await woken.wait()
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses,
+            "node_endpoints": []}

@@ -1,0 +1,86 @@
+"""Metadata: brokers, cluster id, controller, and topics with their partitions (auto-creating topics)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.topics import Topic, TopicError, validate_topic_name
+from protocol.header import ErrorCode
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# Without an authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11).
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    state = ctx.state
+    version = ctx.header.api_version
+    # v0: an empty list means all topics; v1+: null means all, empty means none.
+    all_topics = req.topics is None or (version == 0 and not req.topics)
+    allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+    include_ops = version >= 8 and req.include_topic_authorized_operations
+    topics: list[dict[str, Any]] = []
+    if all_topics:
+        topics = [topic_metadata(ctx, t, include_ops) for t in state.topics]
+    else:
+        for wanted in req.topics:
+            topics.append(_requested(ctx, wanted, allow_create, include_ops))
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": state.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
+                     "rack": None}],
+        "cluster_id": state.cluster_id,
+        "controller_id": state.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops: bool) -> dict[str, Any]:
+    state = ctx.state
+    name = wanted.name
+    topic_id = getattr(wanted, "topic_id", ZERO_UUID) or ZERO_UUID
+    if name is None:
+        topic = state.topics.get_by_id(topic_id)
+        if topic is None:
+            return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+        return topic_metadata(ctx, topic, include_ops)
+    topic = state.topics.get(name)
+    if topic is not None:
+        return topic_metadata(ctx, topic, include_ops)
+    try:
+        validate_topic_name(name)
+    except TopicError:
+        return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+    if not allow_create:
+        return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    try:
+        topic = state.topics.create(name, now_ms=state.now_ms())
+    except TopicError as exc:
+        return _error(ErrorCode[exc.error], name)
+    return topic_metadata(ctx, topic, include_ops)
+
+
+def _error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+
+def topic_metadata(ctx: RequestContext, topic: Topic, include_ops: bool) -> dict[str, Any]:
+    node = ctx.state.node_id
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.is_internal,
+        "partitions": [
+            {"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
+             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
+            for p in topic.partitions
+        ],
+        "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+    }

@@ -1,0 +1,345 @@
+"""The trio server: listeners, one task per connection, responses in request order, graceful shutdown.
+
+socket -> frame (4-byte size + body) -> header -> decoded request -> handler -> encoded response.
+Requests of one connection are started in arrival order; handlers that wait (acks=all durability,
+Fetch long poll) run as tasks so later requests can proceed, and a writer task sends the responses
+strictly in request order, coalescing those that are ready into one write.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from broker.config import BrokerConfig, Listener
+from broker.dispatch import Api, RequestContext, lookup
+from broker.state import BrokerState, Endpoint
+from protocol.header import (
+    ApiKey,
+    parse_request_header,
+    response_header_version,
+)
+from protocol.schema import DecodeError
+
+log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 64  # per connection; more requests wait in the socket buffer (backpressure)
+RECV_SIZE = 256 * 1024
+_SIZE = struct.Struct(">i")
+_CORRELATION_V0 = struct.Struct(">i")
+_CORRELATION_V1 = struct.Struct(">ib")  # correlation id + empty tagged fields
+
+
+class CloseConnection(Exception):
+    """The request cannot be answered; Kafka closes the connection."""
+
+
+@dataclass(slots=True, eq=False)
+class _Slot:
+    """One request's place in the response order."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    data: bytes | None = None  # framed response, None for no response (acks=0)
+    close: bool = False
+
+    def finish(self, data: bytes | None, *, close: bool = False) -> None:
+        self.data = data
+        self.close = close
+        self.done.set()
+
+
+def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
+    header = _CORRELATION_V0.pack(correlation_id) if header_version == 0 else \
+        _CORRELATION_V1.pack(correlation_id, 0)
+    return _SIZE.pack(len(header) + len(body)) + header + body
+
+
+class Connection:
+    def __init__(self, server: Server, stream: trio.SocketStream, endpoint: Endpoint) -> None:
+        self.server = server
+        self.state = server.state
+        self.stream = stream
+        self.endpoint = endpoint
+        try:
+            host, port = stream.socket.getpeername()[:2]
+            self.peer = f"{host}:{port}"
+        except OSError:
+            self.peer = "?"
+        self.read_scope = trio.CancelScope()
+        self.in_flight = 0
+
+    async def run(self) -> None:
+        send, recv = trio.open_memory_channel[_Slot](MAX_IN_FLIGHT)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop, recv, nursery.cancel_scope)
+                async with send:
+                    with self.read_scope:
+                        await self._read_loop(nursery, send)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("connection %s failed", self.peer)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.stream.aclose()
+
+    async def _read_loop(self, nursery: trio.Nursery, send: trio.MemorySendChannel[_Slot]) -> None:
+        max_frame = self.state.config.socket_request_max_bytes
+        idle_s = self.state.config.connections_max_idle_ms / 1000
+        buf = bytearray()
+        while True:
+            while len(buf) >= 4:
+                (size,) = _SIZE.unpack_from(buf)
+                if size < 0 or size > max_frame:
+                    log.warning("closing %s: frame of %d bytes exceeds socket.request.max.bytes %d",
+                                self.peer, size, max_frame)
+                    return
+                if len(buf) < 4 + size:
+                    break
+                frame = bytes(buf[4:4 + size])
+                del buf[:4 + size]
+                if not await self._start_request(frame, nursery, send):
+                    return
+            with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
+                data = await self.stream.receive_some(RECV_SIZE)
+            if idle.cancelled_caught:
+                if self.in_flight == 0 and not buf:
+                    log.info("closing idle connection %s", self.peer)
+                    return
+                continue
+            if not data:
+                return
+            buf += data
+
+    async def _start_request(self, frame: bytes, nursery: trio.Nursery,
+                             send: trio.MemorySendChannel[_Slot]) -> bool:
+        """Decode and start one request; False means close the connection."""
+        try:
+            header, offset = parse_request_header(frame)
+        except DecodeError as exc:
+            log.warning("closing %s: malformed request header: %s", self.peer, exc)
+            return False
+        api = lookup(header.api_key)
+        if api is None:
+            log.warning("closing %s: unknown api key %d", self.peer, header.api_key)
+            return False
+        version = header.api_version
+        slot = _Slot()
+        if not api.min_version <= version <= api.max_version:
+            body = self._unsupported_version(api, version, frame, offset)
+            if body is None:
+                log.warning("closing %s: unsupported version %d of %s", self.peer, version, api.key.name)
+                return False
+            # ApiVersions' answer to an unknown version is always v0 with header v0 (KIP-511).
+            slot.finish(frame_response(header.correlation_id, 0 if api.key == ApiKey.API_VERSIONS else
+                                       response_header_version(api.key, version), body))
+            await send.send(slot)
+            return True
+        try:
+            request = api.decode_request(version, frame, offset)
+        except DecodeError as exc:
+            log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
+            return False
+        ctx = RequestContext(header, self.state, self.endpoint, self.peer)
+        await send.send(slot)
+        self.in_flight += 1
+        if api.is_async:
+            nursery.start_soon(self._run_async, api, ctx, request, slot)
+        else:
+            self._finish(slot, api, ctx, self._call(api, ctx, request))
+        return True
+
+    def _unsupported_version(self, api: Api, version: int, frame: bytes, offset: int) -> bytes | None:
+        if api.key == ApiKey.API_VERSIONS:
+            from broker.handlers.api_versions import unsupported_version_body
+            return api.response.encode(0, unsupported_version_body())
+        if api.reject_old is not None and 0 <= version < api.min_version:
+            try:
+                return api.reject_old(version, frame, offset)
+            except DecodeError:
+                return None
+        return None
+
+    def _call(self, api: Api, ctx: RequestContext, request: Any) -> Any:
+        try:
+            return api.handler(ctx, request)
+        except Exception:
+            log.exception("%s v%d from %s failed", api.key.name, ctx.header.api_version, self.peer)
+            return CloseConnection
+
+    async def _run_async(self, api: Api, ctx: RequestContext, request: Any, slot: _Slot) -> None:
+        try:
+            response = await api.handler(ctx, request)
+        except Exception:
+            log.exception("%s v%d from %s failed", api.key.name, ctx.header.api_version, self.peer)
+            response = CloseConnection
+        self._finish(slot, api, ctx, response)
+
+    def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
+        self.in_flight -= 1
+        if response is CloseConnection:
+            slot.finish(None, close=True)
+            return
+        if response is None:
+            slot.finish(None)
+            return
+        version = ctx.header.api_version
+        try:
+            body = api.encode_response(version, response)
+        except Exception:
+            log.exception("encoding %s v%d response failed", api.key.name, version)
+            slot.finish(None, close=True)
+            return
+        slot.finish(frame_response(ctx.header.correlation_id, response_header_version(api.key, version), body))
+
+    async def _write_loop(self, recv: trio.MemoryReceiveChannel[_Slot], scope: trio.CancelScope) -> None:
+        pending: _Slot | None = None
+        async with recv:
+            while True:
+                if pending is None:
+                    try:
+                        pending = await recv.receive()
+                    except trio.EndOfChannel:
+                        return
+                slot, pending = pending, None
+                await slot.done.wait()
+                out: list[bytes] = []
+                close = False
+                while True:
+                    if slot.close:
+                        close = True
+                        break
+                    if slot.data is not None:
+                        out.append(slot.data)
+                    try:
+                        nxt = recv.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    if not nxt.done.is_set():
+                        pending = nxt
+                        break
+                    slot = nxt
+                if out:
+                    await self.stream.send_all(out[0] if len(out) == 1 else b"".join(out))
+                if close:
+                    log.warning("closing %s after a failed request", self.peer)
+                    scope.cancel()
+                    return
+
+
+class Server:
+    """Runs the broker until `shutdown()`; `listen_addresses` are the bound (host, port) pairs."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.state: BrokerState | None = None
+        self.listen_addresses: list[tuple[str, int]] = []
+        self._shutdown = trio.Event()
+        self.stopped = trio.Event()
+        self._connections: set[Connection] = set()
+
+    def shutdown(self) -> None:
+        self._shutdown.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
+        self.state = BrokerState(self.config)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.state.run_retention)
+                async with trio.open_nursery() as conn_nursery:
+                    accept_scopes = await self._start_listeners(conn_nursery)
+                    task_status.started(self)
+                    await self._shutdown.wait()
+                    log.info("shutting down: no new connections, finishing in-flight requests")
+                    for scope in accept_scopes:
+                        scope.cancel()
+                    for conn in list(self._connections):
+                        conn.read_scope.cancel()
+                    conn_nursery.cancel_scope.deadline = trio.current_time() + \
+                        self.config.shutdown_timeout_ms / 1000
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self.state.close)
+            self.stopped.set()
+            log.info("broker stopped")
+
+    async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
+        scopes = []
+        for listener in self.config.listeners:
+            sockets = await _open_listeners(listener)
+            for sock_listener in sockets:
+                host, port = sock_listener.socket.getsockname()[:2]
+                self.listen_addresses.append((host, port))
+                endpoint = Endpoint(listener.advertised_host or _advertised_host(listener.host, host),
+                                    listener.advertised_port or port)
+                scope = trio.CancelScope()
+                scopes.append(scope)
+                conn_nursery.start_soon(self._accept_loop, sock_listener, endpoint, conn_nursery, scope)
+                log.info("listening on %s:%d (advertised as %s:%d)", host, port, endpoint.host, endpoint.port)
+        return scopes
+
+    async def _accept_loop(self, listener: trio.SocketListener, endpoint: Endpoint,
+                           conn_nursery: trio.Nursery, scope: trio.CancelScope) -> None:
+        with scope:
+            async with listener:
+                while True:
+                    try:
+                        stream = await listener.accept()
+                    except OSError as exc:  # EMFILE and friends: back off rather than spin
+                        log.error("accept failed: %s", exc)
+                        await trio.sleep(0.1)
+                        continue
+                    try:
+                        stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    except OSError:
+                        pass
+                    conn_nursery.start_soon(self._serve_connection, stream, endpoint)
+
+    async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
+        conn = Connection(self, stream, endpoint)
+        self._connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self._connections.discard(conn)
+
+
+def _advertised_host(configured: str, bound: str) -> str:
+    if configured in ("", "0.0.0.0", "::"):
+        return socket.gethostname()
+    return configured
+
+
+async def _open_listeners(listener: Listener) -> list[trio.SocketListener]:
+    """Bind every address the host resolves to (localhost: 127.0.0.1 and ::1) on one port."""
+    host = listener.host or None
+    if listener.port != 0:
+        return await trio.open_tcp_listeners(listener.port, host=host)
+    # Port 0: let the kernel pick for the first address, then reuse that port for the others.
+    infos = await trio.socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    listeners: list[trio.SocketListener] = []
+    port = 0
+    for family, _type, proto, _canon, sockaddr in infos:
+        sock = trio.socket.socket(family, socket.SOCK_STREAM, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            await sock.bind((sockaddr[0], port, *sockaddr[2:]))
+            sock.listen(socket.SOMAXCONN)
+        except OSError:
+            sock.close()
+            if listeners:
+                continue  # e.g. no IPv6 on this machine
+            raise
+        port = sock.getsockname()[1]
+        listeners.append(trio.SocketListener(sock))
+    return listeners

@@ -1,0 +1,103 @@
+"""The broker's shared state: configuration, identity, topics, and the signals handlers wait on."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from broker.config import BrokerConfig
+from broker.log.flusher import GroupFlusher
+from broker.topics import TopicManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """What Metadata tells clients for the listener they came in on."""
+
+    host: str
+    port: int
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class BrokerState:
+    def __init__(self, config: BrokerConfig) -> None:
+        config.validate()
+        self.config = config
+        self.node_id = config.broker_id
+        data_dir = Path(config.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = _load_cluster_id(data_dir, config)
+        self.topics = TopicManager(config, self.now_ms())
+        self.flusher = GroupFlusher(config.fsync)
+        self._appended = trio.Event()
+
+    @staticmethod
+    def now_ms() -> int:
+        return wall_clock_ms()
+
+    # Fetch long polls sleep on this; every append wakes them to re-check their partitions.
+    def notify_append(self) -> None:
+        self._appended.set()
+        self._appended = trio.Event()
+
+    @property
+    def append_event(self) -> trio.Event:
+        return self._appended
+
+    async def run_retention(self) -> None:
+        """Background task: delete old segments per topic retention settings."""
+        interval = self.config.log_retention_check_interval_ms / 1000
+        while True:
+            await trio.sleep(interval)
+            now = self.now_ms()
+            for topic in self.topics:
+                for partition in topic.partitions:
+                    try:
+                        deleted = partition.log.apply_retention(now)
+                    except OSError as exc:
+                        log.error("retention of %s-%d failed: %s", topic.name, partition.index, exc)
+                        continue
+                    if deleted:
+                        log.info("retention deleted %d segment(s) of %s-%d", deleted, topic.name, partition.index)
+
+    def flush_all(self) -> None:
+        for topic in self.topics:
+            for partition in topic.partitions:
+                partition.log.flush()
+
+    def close(self) -> None:
+        self.flush_all()
+        self.topics.close()
+
+
+def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
+    """Kafka keeps cluster.id in meta.properties; a configured one must match the stored one."""
+    path = data_dir / "meta.properties"
+    stored: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if "=" in line and not line.lstrip().startswith("#"):
+                k, _, v = line.partition("=")
+                stored[k.strip()] = v.strip()
+    if "cluster.id" in stored:
+        if config.cluster_id and config.cluster_id != stored["cluster.id"]:
+            raise ValueError(f"cluster.id {config.cluster_id} does not match {stored['cluster.id']} "
+                             f"stored in {path}")
+        return stored["cluster.id"]
+    cluster_id = config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n")
+    os.replace(tmp, path)
+    return cluster_id

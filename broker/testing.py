@@ -1,0 +1,176 @@
+"""pytest plugin: a real minibroker for your tests (registered through the `pytest11` entry point).
+
+    def test_roundtrip(minibroker):              # "127.0.0.1:PORT", a fresh broker and data dir per test
+        producer = KafkaProducer(bootstrap_servers=minibroker)
+
+`minibroker_server` gives the `BrokerThread` handle (restart, data dir, stop). `BrokerThread` and
+`BrokerProcess` (a broker in a child process, for crash tests) are usable without pytest as well.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig, Listener
+
+
+class BrokerThread:
+    """A broker running `trio.run` in its own thread of this process, on a kernel-chosen port."""
+
+    def __init__(self, data_dir: Path | str, **config: Any) -> None:
+        self.data_dir = Path(data_dir)
+        self._config_changes = config
+        self._thread: threading.Thread | None = None
+        self._server: Any = None
+        self._token: Any = None
+        self._error: BaseException | None = None
+        self.port: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        if self.port is None:
+            raise RuntimeError("broker is not running")
+        return f"127.0.0.1:{self.port}"
+
+    def config(self) -> BrokerConfig:
+        # Keep the same port across restarts so clients can reconnect to the address they know.
+        cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0)], data_dir=self.data_dir)
+        for key, value in self._config_changes.items():
+            setattr(cfg, key, value)
+        cfg.validate()
+        return cfg
+
+    def start(self, timeout: float = 30.0) -> BrokerThread:
+        import trio
+
+        from broker.server import Server
+
+        started = threading.Event()
+        server = Server(self.config())
+
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.run)
+                self._server = server
+                self.port = server.listen_addresses[0][1]
+                started.set()
+
+        def run() -> None:
+            try:
+                trio.run(main)
+            except BaseException as exc:  # reported to the thread that waits in start()
+                self._error = exc
+            finally:
+                started.set()
+
+        self._thread = threading.Thread(target=run, name="minibroker", daemon=True)
+        self._thread.start()
+        if not started.wait(timeout) or self._error is not None:
+            raise RuntimeError(f"minibroker did not start: {self._error!r}")
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        import trio
+
+        if self._thread is None:
+            return
+        if self._server is not None and self._thread.is_alive():
+            try:
+                trio.from_thread.run_sync(self._server.shutdown, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError("minibroker did not stop in time")
+        self._thread = None
+        self._server = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> BrokerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
+
+
+class BrokerProcess:
+    """`python -m broker` in a child process: for SIGKILL and restart tests."""
+
+    def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0) -> None:
+        self.data_dir = Path(data_dir)
+        self.extra_args = list(extra_args)
+        self.port = port
+        self.proc: subprocess.Popen[str] | None = None
+        self.log_lines: list[str] = []
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        cmd = [sys.executable, "-m", "broker", "--listen", f"127.0.0.1:{self.port}",
+               "--data-dir", str(self.data_dir), *self.extra_args]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stderr is not None
+            for line in self.proc.stderr:
+                self.log_lines.append(line)
+                m = _READY.search(line)
+                if m and not ready.is_set():
+                    self.port = int(m.group(2))
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(timeout) or self.proc.poll() is not None:
+            raise RuntimeError("minibroker process did not start:\n" + "".join(self.log_lines[-30:]))
+        return self
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(30)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+
+@pytest.fixture
+def minibroker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
+    """A running broker (thread handle) with its own temporary data dir."""
+    broker = BrokerThread(tmp_path_factory.mktemp("minibroker"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def minibroker(minibroker_server: BrokerThread) -> str:
+    """Bootstrap address ("127.0.0.1:PORT") of a fresh broker for this test."""
+    return minibroker_server.bootstrap
+
+
+__all__ = ["BrokerThread", "BrokerProcess"]

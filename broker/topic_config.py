@@ -1,0 +1,139 @@
+"""Topic-level configuration: Kafka's topic config names, validation and the broker-wide defaults.
+
+Values are kept as Kafka's strings (what DescribeConfigs and CreateTopics v5+ report); `log_config`
+turns the effective values into the typed `LogConfig` the partition log uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from broker.config import BrokerConfig
+from broker.log.config import LogConfig
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+class InvalidConfigError(ValueError):
+    """A topic config Kafka would reject with INVALID_CONFIG."""
+
+
+def _int(lo: int, hi: int) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            n = int(value)
+        except ValueError:
+            raise InvalidConfigError(f"value {value!r} is not a number") from None
+        if not lo <= n <= hi:
+            raise InvalidConfigError(f"value {n} must be in [{lo}, {hi}]")
+    return check
+
+
+def _choice(*allowed: str, many: bool = False) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        items = [v.strip() for v in value.split(",")] if many else [value]
+        if not items or any(v not in allowed for v in items):
+            raise InvalidConfigError(f"value {value!r} must be {'some of' if many else 'one of'} {allowed}")
+    return check
+
+
+def _float(lo: float, hi: float) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            x = float(value)
+        except ValueError:
+            raise InvalidConfigError(f"value {value!r} is not a number") from None
+        if not lo <= x <= hi:
+            raise InvalidConfigError(f"value {x} must be in [{lo}, {hi}]")
+    return check
+
+
+_bool = _choice("true", "false")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    name: str
+    check: Callable[[str], None]
+    default: Callable[[BrokerConfig], str]
+    broker_synonym: str | None = None  # the broker config it defaults from (DescribeConfigs synonyms)
+
+
+def _const(value: str) -> Callable[[BrokerConfig], str]:
+    return lambda _cfg: value
+
+
+# Kafka's topic configs. All are validated and stored; those the log uses are marked in log_config().
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
+    TopicConfigDef("cleanup.policy", _choice("delete", "compact", many=True),
+                   lambda c: c.log_cleanup_policy, "log.cleanup.policy"),
+    TopicConfigDef("compression.type", _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+                   _const("producer"), "compression.type"),
+    TopicConfigDef("delete.retention.ms", _int(0, INT64_MAX), _const("86400000"),
+                   "log.cleaner.delete.retention.ms"),
+    TopicConfigDef("file.delete.delay.ms", _int(0, INT64_MAX), _const("60000"), "log.segment.delete.delay.ms"),
+    TopicConfigDef("flush.messages", _int(1, INT64_MAX), _const(str(INT64_MAX)), "log.flush.interval.messages"),
+    TopicConfigDef("flush.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)), "log.flush.interval.ms"),
+    TopicConfigDef("index.interval.bytes", _int(0, INT32_MAX),
+                   lambda c: str(c.log_index_interval_bytes), "log.index.interval.bytes"),
+    TopicConfigDef("max.compaction.lag.ms", _int(1, INT64_MAX), _const(str(INT64_MAX)),
+                   "log.cleaner.max.compaction.lag.ms"),
+    TopicConfigDef("max.message.bytes", _int(0, INT32_MAX), lambda c: str(c.message_max_bytes), "message.max.bytes"),
+    TopicConfigDef("message.timestamp.after.max.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)),
+                   "log.message.timestamp.after.max.ms"),
+    TopicConfigDef("message.timestamp.before.max.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)),
+                   "log.message.timestamp.before.max.ms"),
+    TopicConfigDef("message.timestamp.type", _choice("CreateTime", "LogAppendTime"),
+                   lambda c: c.log_message_timestamp_type, "log.message.timestamp.type"),
+    TopicConfigDef("min.cleanable.dirty.ratio", _float(0.0, 1.0), _const("0.5"),
+                   "log.cleaner.min.cleanable.ratio"),
+    TopicConfigDef("min.compaction.lag.ms", _int(0, INT64_MAX), _const("0"), "log.cleaner.min.compaction.lag.ms"),
+    TopicConfigDef("min.insync.replicas", _int(1, INT32_MAX), _const("1"), "min.insync.replicas"),
+    TopicConfigDef("preallocate", _bool, _const("false"), "log.preallocate"),
+    TopicConfigDef("retention.bytes", _int(-1, INT64_MAX), lambda c: str(c.log_retention_bytes),
+                   "log.retention.bytes"),
+    TopicConfigDef("retention.ms", _int(-1, INT64_MAX), lambda c: str(c.log_retention_ms), "log.retention.ms"),
+    TopicConfigDef("segment.bytes", _int(14, INT32_MAX), lambda c: str(c.log_segment_bytes), "log.segment.bytes"),
+    TopicConfigDef("segment.index.bytes", _int(4, INT32_MAX), _const("10485760"), "log.index.size.max.bytes"),
+    TopicConfigDef("segment.jitter.ms", _int(0, INT64_MAX), _const("0"), "log.roll.jitter.ms"),
+    TopicConfigDef("segment.ms", _int(1, INT64_MAX), lambda c: str(c.log_roll_ms), "log.roll.ms"),
+    TopicConfigDef("unclean.leader.election.enable", _bool, _const("false"), "unclean.leader.election.enable"),
+)}
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Check names and values as Kafka does; returns the non-null overrides."""
+    out: dict[str, str] = {}
+    for name, value in configs.items():
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
+        if value is None:
+            raise InvalidConfigError(f"Null value not supported for topic configs: {name}")
+        try:
+            definition.check(value)
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"Invalid value {value} for configuration {name}: {exc}") from None
+        out[name] = value
+    return out
+
+
+def effective_configs(overrides: Mapping[str, str], broker: BrokerConfig) -> dict[str, str]:
+    """Every topic config with its effective value (override, else the broker default)."""
+    return {name: overrides.get(name, d.default(broker)) for name, d in TOPIC_CONFIGS.items()}
+
+
+def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
+    values = effective_configs(overrides, broker)
+    return LogConfig(
+        segment_bytes=int(values["segment.bytes"]),
+        segment_ms=int(values["segment.ms"]),
+        retention_ms=int(values["retention.ms"]),
+        retention_bytes=int(values["retention.bytes"]),
+        max_message_bytes=int(values["max.message.bytes"]),
+        index_interval_bytes=int(values["index.interval.bytes"]),
+        message_timestamp_type=values["message.timestamp.type"],
+        cleanup_policy=values["cleanup.policy"],
+    )
