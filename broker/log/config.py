@@ -1,0 +1,29 @@
+"""The topic configs a partition log obeys, named after Kafka's topic configs (snake_cased)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * DAY_MS
+    segment_index_bytes: int = 10 * 1024 * 1024  # a segment rolls when either index would outgrow this
+    retention_ms: int = 7 * DAY_MS  # -1: no time limit
+    retention_bytes: int = -1  # -1: no size limit
+    max_message_bytes: int = 1048588
+    index_interval_bytes: int = 4096
+    message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def delete_enabled(self) -> bool:
+        """retention.ms/bytes apply only with the delete policy (UnifiedLog.deleteOldSegments)."""
+        return "delete" in (p.strip() for p in self.cleanup_policy.split(","))

@@ -1,0 +1,542 @@
+"""A partition's log: a directory of segments, like Kafka's `<topic>-<partition>/`.
+
+Synchronous and single-threaded (the event-loop thread), except `flush()`, which may run in a worker
+thread concurrently with appends and reads: it fdatasyncs dups of the file descriptors it captured under
+a lock and then publishes the log end offset it captured as `flushed_offset`.
+
+Files: `<base offset, 20 digits>.log/.index/.timeindex` per segment; `log-start-offset-checkpoint` (the
+log start offset when DeleteRecords moved it past the first segment's base offset) and
+`recovery-point-offset-checkpoint` (segments before it were flushed with their indexes; the ones from it
+on are fully scanned at open after a crash), both in Kafka's checkpoint file format.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import struct
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.log.config import LogConfig
+from broker.log.segment import LogSegment, file_name
+from protocol.records import (
+    BatchHeader,
+    Buffer,
+    CorruptRecordError,
+    iter_batches,
+    set_log_append_time,
+)
+
+log = logging.getLogger(__name__)
+
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+_LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch: outside the CRC
+
+
+class OffsetOutOfRangeError(Exception):
+    """Kafka's OffsetOutOfRangeException (OFFSET_OUT_OF_RANGE)."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(f"offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")
+        self.offset = offset
+
+
+class RecordBatchTooLargeError(ValueError):
+    """Kafka's RecordBatchTooLargeException (RECORD_BATCH_TOO_LARGE): an append larger than segment.bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 with CreateTime
+    log_start_offset: int
+
+
+class PartitionLog:
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], log_start_offset: int,
+                 recovery_point: int, leader_epoch: int) -> None:
+        self.directory = directory
+        self.config = config  # may be replaced (AlterConfigs); new values apply to new appends and segments
+        self.leader_epoch = leader_epoch  # stamped on every appended batch, as a Kafka leader does
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = segments[-1].next_offset
+        self.flushed_offset = self.log_end_offset
+        self.size_bytes = sum(s.size for s in segments)
+        self.closed = False
+        self._recovery_point = recovery_point
+        self._unflushed: list[LogSegment] = []  # rolled segments not yet fdatasynced
+        self._dir_dirty = False  # a segment file was created since the last flush
+        self._generation = 0  # bumped by truncation: a flush that started before must not publish
+        self._lock = threading.Lock()  # segment list changes vs. the flushing thread's capture
+        self._flush_lock = threading.Lock()  # one flush at a time; truncation and close wait for it
+
+    # --- opening and recovery ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, *, now_ms: int, leader_epoch: int = 0) -> PartitionLog:
+        """Create the log or load and recover it."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        bases = _scan_directory(directory)
+        checkpoint_start = _read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+        recovery_point = _read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT) or 0
+        segments = [LogSegment.open(directory, base, config, now_ms) for base in bases]
+        recovered = _load_segments(segments, recovery_point)
+        if not segments:
+            segments.append(LogSegment.create(directory, checkpoint_start or 0, config, now_ms))
+        start = max(checkpoint_start or 0, segments[0].base_offset)
+        self = cls(directory, config, segments, start, recovery_point, leader_epoch)
+        if start > self.log_end_offset:
+            # The tail holding the log start offset was lost (never flushed): start over there.
+            log.warning("%s: log start offset %d is past the log end %d, emptying the log", directory, start,
+                        self.log_end_offset)
+            self._truncate_fully(start, now_ms)
+        for segment in recovered:
+            if segment in self._segments:
+                os.fdatasync(segment.fd)
+                _fsync_path(segment.offset_index.path)
+                _fsync_path(segment.time_index.path)
+        self._set_recovery_point(self._segments[-1].base_offset)
+        return self
+
+    # --- appending --------------------------------------------------------------------------------------
+
+    def append(self, batches: Buffer, *, now_ms: int) -> AppendResult:
+        """Append already-validated v2 batches: offsets assigned by rewriting each batch's base offset
+        (and leader epoch), LogAppendTime applied if configured; the bytes are otherwise stored as given."""
+        view = memoryview(batches)
+        parsed = list(iter_batches(view))
+        if not parsed:
+            raise CorruptRecordError("no record batch to append")
+        total = len(view)
+        config = self.config
+        if total > config.segment_bytes:
+            raise RecordBatchTooLargeError(f"the append of {total} bytes exceeds segment.bytes "
+                                           f"{config.segment_bytes}")
+        log_append_time = config.log_append_time
+        first = self.log_end_offset
+        last_offset = first - 1 + sum(h.last_offset_delta + 1 for h, _, _ in parsed)
+        max_timestamp = now_ms if log_append_time else max(h.max_timestamp for h, _, _ in parsed)
+        segment = self._segments[-1]
+        if self._should_roll(segment, total, max_timestamp, last_offset, now_ms):
+            segment = self._roll(now_ms)
+        position = segment.size
+        if len(parsed) == 1 and not log_append_time:
+            header, start, end = parsed[0]
+            # Zero copy: a new 16-byte prefix, then the caller's bytes from the magic byte on.
+            iov: list[Buffer] = [_PREFIX.pack(first, header.batch_length, self.leader_epoch), view[16:]]
+        else:
+            buf = bytearray(view)
+            offset = first
+            for header, start, _end in parsed:
+                _PREFIX.pack_into(buf, start, offset, header.batch_length, self.leader_epoch)
+                if log_append_time:
+                    set_log_append_time(buf, start, now_ms)
+                offset += header.last_offset_delta + 1
+            iov = [buf]
+        _write(segment, iov, total)
+        offset = first
+        for header, start, end in parsed:
+            last = offset + header.last_offset_delta
+            segment.track_batch(position + start, end - start, last,
+                                now_ms if log_append_time else header.max_timestamp)
+            offset = last + 1
+        segment.size += total
+        self.size_bytes += total
+        self.log_end_offset = offset
+        return AppendResult(first, offset - 1, now_ms if log_append_time else -1, self.log_start_offset)
+
+    def _should_roll(self, segment: LogSegment, size: int, max_timestamp: int, last_offset: int,
+                     now_ms: int) -> bool:
+        """Kafka's LogSegment.shouldRoll: full, too old (by the first batch's timestamp, else its age),
+        an index full, or offsets no longer relative to the base offset in 32 bits."""
+        config = self.config
+        if segment.size > config.segment_bytes - size:
+            return True
+        if segment.size > 0:
+            rolling = segment.rolling_timestamp
+            if rolling is not None and rolling >= 0:
+                waited = max_timestamp - rolling
+            else:
+                waited = now_ms - segment.created_ms
+            if waited > config.segment_ms:
+                return True
+        return (segment.offset_index.is_full or segment.time_index.is_full
+                or segment.would_overflow_offsets(last_offset))
+
+    def _roll(self, now_ms: int) -> LogSegment:
+        old = self._segments[-1]
+        if old.is_empty:
+            return old  # a new segment would have the same base offset
+        old.seal()
+        new = LogSegment.create(self.directory, self.log_end_offset, self.config, now_ms)
+        with self._lock:
+            self._segments.append(new)
+            self._bases.append(new.base_offset)
+            self._unflushed.append(old)
+            self._dir_dirty = True
+        return new
+
+    # --- reading ----------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
+             max_offset: int | None = None) -> bytes:
+        """Stored whole batches from the one holding `offset` (it may start before `offset`), up to
+        max_bytes, at least one batch when min_one (KIP-74), none holding max_offset or later. Stops at
+        the end of a segment. b"" at the log end offset."""
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
+        limit = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        if offset >= limit:
+            return b""
+        segments = self._segments
+        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+            data = segments[i].read(offset, max_bytes, min_one, limit)
+            if data is not None:
+                return data
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start offset whose timestamp is
+        >= `timestamp`; None if none. As Kafka's UnifiedLog.fetchOffsetByTimestamp, from the first segment
+        whose largest timestamp is >= it; unlike Kafka, when all its matches are below the log start
+        offset (DeleteRecords), the search goes on in later segments instead of answering none."""
+        for segment in self._segments:
+            if segment.largest_timestamp() >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp(self) -> tuple[int, int]:
+        """(offset, timestamp) of the first record with the log's largest timestamp; (-1, -1) if none."""
+        best = self._segments[0]
+        for segment in self._segments[1:]:
+            if segment.max_timestamp > best.max_timestamp:
+                best = segment
+        return best.offset_of_max_timestamp_record() or (-1, -1)
+
+    def iter_batch_headers(self, start_offset: int | None = None) -> Iterator[BatchHeader]:
+        """Headers of the stored batches from the one holding `start_offset` (default: the log start),
+        e.g. to rebuild producer state. Do not append while iterating."""
+        offset = self.log_start_offset if start_offset is None else start_offset
+        segments = list(self._segments)
+        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+            segment = segments[i]
+            found = segment.find_batch(offset)
+            if found is None:
+                continue
+            for _pos, head in segment.walk(found[0]):
+                yield BatchHeader(*head)
+
+    # --- durability -------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fdatasync everything appended so far; then flushed_offset covers it. Blocking; safe to run in a
+        worker thread while the event-loop thread appends and reads."""
+        with self._flush_lock:
+            with self._lock:
+                if self.closed:
+                    return
+                target = self.log_end_offset
+                generation = self._generation
+                rolled = list(self._unflushed)
+                active = self._segments[-1]
+                fds = [os.dup(segment.fd) for segment in (*rolled, active)]
+                sync_dir, self._dir_dirty = self._dir_dirty, False
+            try:
+                for fd in fds:
+                    os.fdatasync(fd)
+                for segment in rolled:  # their indexes are not rebuilt at open: they must be durable too
+                    _fsync_path(segment.offset_index.path)
+                    _fsync_path(segment.time_index.path)
+                if sync_dir:
+                    _fsync_dir(self.directory)
+            except BaseException:
+                self._dir_dirty = self._dir_dirty or sync_dir
+                raise
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            with self._lock:
+                if generation == self._generation and target > self.flushed_offset:
+                    self.flushed_offset = target
+                self._unflushed = [s for s in self._unflushed if s not in rolled]
+            if rolled:
+                self._set_recovery_point(active.base_offset)
+
+    def _set_recovery_point(self, offset: int) -> None:
+        if offset != self._recovery_point:
+            _write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT, self.directory, offset)
+            self._recovery_point = offset
+
+    # --- retention and deletion -------------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Kafka's UnifiedLog.deleteOldSegments: segments wholly below the log start offset, then (with the
+        delete cleanup policy) beyond retention.bytes, then past retention.ms by their largest timestamp.
+        A non-empty active segment may go too, after rolling a new one. Returns the number deleted."""
+        deleted = self._delete_start_offset_breached(now_ms)
+        if not self.config.delete_enabled:
+            return deleted
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes >= 0 and self.size_bytes >= retention_bytes:
+            excess = self.size_bytes - retention_bytes
+
+            def over_size(segment: LogSegment, _next: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - segment.size < 0:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._delete_while(over_size, now_ms)
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_while(
+                lambda segment, _next: now_ms - segment.largest_timestamp() > retention_ms, now_ms)
+        return deleted
+
+    def delete_records(self, offset: int, *, now_ms: int | None = None) -> None:
+        """DeleteRecords: move the log start offset up to `offset` (persisted), deleting the segments
+        wholly below it. OffsetOutOfRangeError beyond the log end offset (the high watermark)."""
+        if offset < 0 or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return
+        self.log_start_offset = offset
+        _write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
+        self._delete_start_offset_breached(_now(now_ms))
+
+    def _delete_start_offset_breached(self, now_ms: int) -> int:
+        return self._delete_while(
+            lambda _segment, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, now_ms)
+
+    def _delete_while(self, predicate: Callable[[LogSegment, LogSegment | None], bool], now_ms: int) -> int:
+        """Delete the oldest segments while `predicate(segment, next segment)` holds (LocalLog's
+        deletableSegments: never an empty active segment)."""
+        segments = self._segments
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            if (nxt is None and segment.is_empty) or not predicate(segment, nxt):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(segments):
+            self._roll(now_ms)  # a log always keeps one segment: the new, empty active one
+        with self._lock:
+            del self._segments[:len(doomed)], self._bases[:len(doomed)]
+            self._unflushed = [s for s in self._unflushed if s not in doomed]
+        for segment in doomed:
+            self.size_bytes -= segment.size
+            segment.delete_files()
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        return len(doomed)
+
+    def truncate_to(self, offset: int, *, now_ms: int | None = None) -> None:
+        """Remove everything from the batch holding `offset` on (the log end becomes that batch's base
+        offset). Below the log start offset the log is emptied and starts again at `offset`."""
+        with self._flush_lock:
+            if offset >= self.log_end_offset:
+                return
+            if offset < self.log_start_offset:
+                self._truncate_fully(offset, _now(now_ms))
+                return
+            with self._lock:
+                keep = bisect_right(self._bases, offset) or 1
+                doomed = self._segments[keep:]
+                del self._segments[keep:], self._bases[keep:]
+                self._unflushed = [s for s in self._unflushed if s not in doomed]
+                self._generation += 1
+            for segment in doomed:
+                segment.delete_files()
+            active = self._segments[-1]
+            if active in self._unflushed:
+                self._unflushed.remove(active)
+            active.truncate_to(offset)
+            self._after_truncation()
+
+    def _truncate_fully(self, offset: int, now_ms: int) -> None:
+        with self._lock:
+            doomed, self._segments = self._segments, []
+            self._bases = []
+            self._unflushed = []
+            self._generation += 1
+        for segment in doomed:
+            segment.delete_files()
+        segment = LogSegment.create(self.directory, offset, self.config, now_ms)
+        with self._lock:
+            self._segments.append(segment)
+            self._bases.append(offset)
+            self._dir_dirty = True
+        self.log_start_offset = offset
+        _write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self.log_end_offset = self._segments[-1].next_offset
+        self.flushed_offset = min(self.flushed_offset, self.log_end_offset)
+        self.size_bytes = sum(s.size for s in self._segments)
+        # The active segment changed on disk: a crash must make the next open scan it.
+        self._recovery_point = -1
+        self._set_recovery_point(self._segments[-1].base_offset)
+
+    # --- lifecycle ----------------------------------------------------------------------------------------
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._bases)
+
+    def close(self) -> None:
+        """Flush and close; the next open scans only the active segment."""
+        if self.closed:
+            return
+        self._segments[-1].seal()
+        self.flush()
+        with self._flush_lock, self._lock:
+            self.closed = True
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Close and remove the partition's directory."""
+        if not self.closed:
+            with self._flush_lock, self._lock:
+                self.closed = True
+                for segment in self._segments:
+                    segment.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _write(segment: LogSegment, iov: list[Buffer], total: int) -> None:
+    """Write at the segment's end; on failure cut the file back so the log stays whole."""
+    position = segment.size
+    try:
+        written = os.pwritev(segment.fd, iov, position)
+        if written < total:  # short writes are rare on regular files (disk full, signals): finish them
+            data = memoryview(b"".join(iov))
+            while written < total:
+                written += os.pwrite(segment.fd, data[written:], position + written)
+    except OSError:
+        try:
+            os.ftruncate(segment.fd, position)
+        except OSError:
+            log.exception("%s: cannot cut back a failed append", segment.path(".log"))
+        raise
+
+
+def _now(now_ms: int | None) -> int:
+    return time.time_ns() // 1_000_000 if now_ms is None else now_ms
+
+
+def _scan_directory(directory: Path) -> list[int]:
+    """Base offsets of the segments; leftovers of interrupted deletions and swaps are removed."""
+    bases: list[int] = []
+    indexes: list[tuple[int, str]] = []
+    for entry in os.scandir(directory):
+        name = entry.name
+        if name.endswith(_LEFTOVER_SUFFIXES):
+            log.warning("%s: removing leftover file %s", directory, name)
+            os.unlink(entry.path)
+            continue
+        stem, _, suffix = name.partition(".")
+        if len(stem) != 20 or not stem.isdigit():
+            continue
+        if suffix == "log":
+            bases.append(int(stem))
+        elif suffix in ("index", "timeindex"):
+            indexes.append((int(stem), name))
+    known = set(bases)
+    for base, name in indexes:
+        if base not in known:
+            log.warning("%s: removing index %s without its log", directory, name)
+            os.unlink(directory / name)
+    return sorted(bases)
+
+
+def _load_segments(segments: list[LogSegment], recovery_point: int) -> list[LogSegment]:
+    """Kafka's LogLoader: segments from the one holding the recovery point on (always the last one) are
+    scanned and cut at the first bad batch, and if one is cut the segments after it are deleted; the
+    others keep their indexes unless those are missing or inconsistent. Returns the segments rewritten."""
+    recovered = []
+    i = 0
+    while i < len(segments):
+        segment = segments[i]
+        last = i == len(segments) - 1
+        if last or segments[i + 1].base_offset > recovery_point:
+            recovered.append(segment)
+            if segment.recover() and not last:
+                log.warning("%s: corruption in a segment that was not flushed, deleting the %d segments "
+                            "after it", segment.path(".log"), len(segments) - i - 1)
+                for later in segments[i + 1:]:
+                    later.delete_files()
+                del segments[i + 1:]
+        elif not segment.load_indexes():
+            log.warning("%s: indexes missing or inconsistent, rebuilding", segment.path(".log"))
+            recovered.append(segment)
+            segment.recover()
+        i += 1
+    return recovered
+
+
+def _read_checkpoint(path: Path) -> int | None:
+    """The offset in a one-entry Kafka checkpoint file (`0`, `1`, `<topic> <partition> <offset>`)."""
+    try:
+        lines = path.read_text().split("\n")
+        if lines[0].strip() != "0" or int(lines[1]) != 1:
+            raise ValueError("unknown checkpoint format")
+        return int(lines[2].split()[-1])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError) as exc:
+        log.warning("ignoring unreadable %s: %s", path, exc)
+        return None
+
+
+def _write_checkpoint(path: Path, directory: Path, offset: int) -> None:
+    topic, _, partition = directory.name.rpartition("-")
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(f"0\n1\n{topic or directory.name} {partition if partition.isdigit() else 0} {offset}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(directory)
+
+
+def _fsync_path(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # deleted by retention meanwhile
+        return
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+__all__ = ["AppendResult", "OffsetOutOfRangeError", "PartitionLog", "RecordBatchTooLargeError", "file_name"]

@@ -1,0 +1,110 @@
+"""Where producer-id blocks are claimed: ZooKeeper (kazoo, conditional writes on the znode version)
+or, for a single broker without ZooKeeper, a file in the data dir with the same block semantics.
+
+Both are blocking; the broker calls `claim_next_block` from a worker thread (see zk/producer_ids.py).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from pathlib import Path
+from typing import Protocol
+
+from zk.pid_blocks import ZNODE_PATH, ProducerIdBlock, decode_block, encode_block, next_block
+
+log = logging.getLogger(__name__)
+
+
+class BlockStore(Protocol):
+    def claim_next_block(self, broker_id: int) -> ProducerIdBlock: ...
+
+    def close(self) -> None: ...
+
+
+class LocalBlockStore:
+    """The embedded default: `<data dir>/producer_id_block.json`, replaced atomically and fsynced before
+    any id of the new block is handed out, so a block is never reused across restarts. An flock makes
+    concurrent processes on one data dir take turns, like ZooKeeper's version check does."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
+        lock_path = self.path.with_suffix(".lock")
+        with open(lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = decode_block(self.path.read_bytes()) if self.path.exists() else None
+                block = next_block(current, broker_id)
+                tmp = self.path.with_suffix(".tmp")
+                with open(tmp, "wb") as f:
+                    f.write(encode_block(block))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+                dir_fd = os.open(self.path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+                return block
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        pass
+
+
+def parse_zookeeper_address(address: str) -> tuple[str, str]:
+    """`HOST:PORT[,HOST:PORT...][/chroot]` -> (hosts, chroot)."""
+    hosts, slash, chroot = address.partition("/")
+    return hosts, ("/" + chroot.rstrip("/")) if slash and chroot.strip("/") else ""
+
+
+class ZooKeeperBlockStore:
+    """Kafka's ZkProducerIdManager loop: read (data, version), compute the next block, write it only if
+    the version is unchanged (create when absent), retry on a conflict."""
+
+    def __init__(self, address: str, *, timeout: float = 10.0) -> None:
+        from kazoo.client import KazooClient
+        from kazoo.retry import KazooRetry
+
+        hosts, chroot = parse_zookeeper_address(address)
+        self.timeout = timeout
+        # Short retry delays: kazoo's defaults can leave the client disconnected for tens of seconds after
+        # ZooKeeper comes back.
+        retry = dict(max_tries=-1, delay=0.1, backoff=1.5, max_delay=1.0)
+        self.client = KazooClient(hosts=hosts + chroot, timeout=timeout, connection_retry=KazooRetry(**retry),
+                                  command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0))
+        self.client.start(timeout=timeout)
+
+    def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        while True:
+            try:
+                data, stat = self.client.get(ZNODE_PATH)
+            except NoNodeError:
+                data, stat = None, None
+            block = next_block(decode_block(data) if data else None, broker_id)
+            payload = encode_block(block)
+            try:
+                if stat is None:
+                    self.client.create(ZNODE_PATH, payload, makepath=True)
+                else:
+                    self.client.set(ZNODE_PATH, payload, version=stat.version)
+            except (BadVersionError, NodeExistsError):
+                log.debug("producer id block conflict, retrying")
+                continue
+            log.info("claimed producer id block %d-%d from ZooKeeper", block.first, block.last)
+            return block
+
+    def close(self) -> None:
+        try:
+            self.client.stop()
+            self.client.close()
+        except Exception:  # closing a client whose server is gone must not fail shutdown
+            log.debug("closing the ZooKeeper client failed", exc_info=True)
