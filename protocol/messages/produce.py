@@ -1,0 +1,124 @@
+"""Produce v3-11: hand-written request decoder and response encoder (the hottest path), plus the
+UNSUPPORTED_VERSION answer to v0-2, which Kafka 4 advertises but rejects (KAFKA-18659)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.messages.wire import I16, I32, I64, Reader, bytes_, count, string
+from protocol.schema import message
+
+FLEXIBLE_FROM = 9
+UNSUPPORTED_VERSION = 35
+
+
+@dataclass(slots=True)
+class PartitionProduceData:
+    index: int
+    records: bytes | None
+
+
+@dataclass(slots=True)
+class TopicProduceData:
+    name: str
+    partition_data: list[PartitionProduceData]
+
+
+@dataclass(slots=True)
+class ProduceRequest:
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[TopicProduceData]
+
+
+def decode_request(version: int, data: bytes, offset: int = 0) -> ProduceRequest:
+    """Produce v3+ request body at `offset`; raises DecodeError."""
+    r = Reader(data, offset)
+    flex = version >= FLEXIBLE_FROM
+    transactional_id = r.string(flex, True)
+    acks = r.i16()
+    timeout_ms = r.i32()
+    topics = []
+    for _ in range(r.count(flex)):
+        name = r.string(flex, False)
+        partitions = []
+        for _ in range(r.count(flex)):
+            index = r.i32()
+            records = r.bytes(flex, True)
+            if flex:
+                r.skip_tags()
+            partitions.append(PartitionProduceData(index, records))
+        if flex:
+            r.skip_tags()
+        topics.append(TopicProduceData(name, partitions))
+    if flex:
+        r.skip_tags()
+    return ProduceRequest(transactional_id, acks, timeout_ms, topics)
+
+
+def _needs_generic(body: Mapping[str, Any]) -> bool:
+    if body.get("node_endpoints"):
+        return True
+    return any(p.get("current_leader") for t in body["responses"] for p in t["partition_responses"])
+
+
+def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
+    if _needs_generic(body):
+        return message("ProduceResponse").encode(version, body)
+    flex = version >= FLEXIBLE_FROM
+    out = [count(len(body["responses"]), flex)]
+    for topic in body["responses"]:
+        out.append(string(topic["name"], flex))
+        out.append(count(len(topic["partition_responses"]), flex))
+        for p in topic["partition_responses"]:
+            out.append(I32.pack(p["index"]) + I16.pack(p["error_code"]) + I64.pack(p["base_offset"]) +
+                       I64.pack(p.get("log_append_time_ms", -1)))
+            if version >= 5:
+                out.append(I64.pack(p.get("log_start_offset", -1)))
+            if version >= 8:
+                errors = p.get("record_errors") or []
+                out.append(count(len(errors), flex))
+                for e in errors:
+                    out.append(I32.pack(e["batch_index"]))
+                    out.append(string(e.get("batch_index_error_message"), flex))
+                    if flex:
+                        out.append(b"\x00")
+                out.append(string(p.get("error_message"), flex))
+            if flex:
+                out.append(b"\x00")
+        if flex:
+            out.append(b"\x00")
+    out.append(I32.pack(body.get("throttle_time_ms", 0)))
+    if flex:
+        out.append(b"\x00")
+    return b"".join(out)
+
+
+def unsupported_version_response(version: int, data: bytes, offset: int) -> bytes:
+    """The v0-2 answer to a v0-2 request: every partition gets UNSUPPORTED_VERSION."""
+    r = Reader(data, offset)
+    r.i16()  # acks
+    r.i32()  # timeout
+    out = []
+    topics = r.count(False)
+    out.append(I32.pack(topics))
+    for _ in range(topics):
+        out.append(string(r.string(False, False), False))
+        partitions = r.count(False)
+        out.append(I32.pack(partitions))
+        for _ in range(partitions):
+            index = r.i32()
+            r.bytes(False, True)
+            out.append(I32.pack(index) + I16.pack(UNSUPPORTED_VERSION) + I64.pack(-1))
+            if version >= 2:
+                out.append(I64.pack(-1))  # log_append_time
+    if version >= 1:
+        out.append(I32.pack(0))  # throttle_time_ms
+    return b"".join(out)
+
+
+__all__ = ["ProduceRequest", "TopicProduceData", "PartitionProduceData", "decode_request", "encode_response",
+           "unsupported_version_response", "bytes_"]
