@@ -17,8 +17,8 @@ from construct import (
     Construct,
     Container,
     ExplicitError,
-    Float64b,
     Flag,
+    Float64b,
     Int8sb,
     Int16sb,
     Int16ub,
@@ -28,7 +28,6 @@ from construct import (
     ListContainer,
     StreamError,
     stream_read,
-    stream_write,
 )
 
 INT8 = Int8sb

@@ -44,7 +44,7 @@ def parse_versions(text: str | None) -> tuple[int, int] | None:
     return int(lo), int(hi or lo)
 
 
-def _in(version: int, versions: tuple[int, int] | None) -> bool:
+def in_versions(version: int, versions: tuple[int, int] | None) -> bool:
     return versions is not None and versions[0] <= version <= versions[1]
 
 
@@ -70,7 +70,7 @@ _INTS = {"int8": p.INT8, "int16": p.INT16, "int32": p.INT32, "int64": p.INT64, "
          "uint32": p.UINT32, "float64": p.FLOAT64, "bool": p.BOOLEAN, "uuid": p.UUID}
 
 
-def _default_factory(field: dict[str, Any], version: int, flexible: bool) -> Callable[[], Any]:
+def default_factory(field: dict[str, Any], version: int, flexible: bool) -> Callable[[], Any]:
     """Kafka's default for a field (the JSON "default", else zero/empty/false)."""
     type_name: str = field["type"]
     raw = field.get("default")
@@ -100,7 +100,7 @@ def _default_factory(field: dict[str, Any], version: int, flexible: bool) -> Cal
 
 
 def _struct_defaults(fields: list[dict[str, Any]], version: int, flexible: bool) -> Container:
-    return Container((snake_case(f["name"]), _default_factory(f, version, flexible)()) for f in fields)
+    return Container((snake_case(f["name"]), default_factory(f, version, flexible)()) for f in fields)
 
 
 class MessageSpec:
@@ -116,7 +116,7 @@ class MessageSpec:
         self._structs: dict[int, p.KafkaStruct] = {}
 
     def is_flexible(self, version: int) -> bool:
-        return _in(version, self.flexible_versions)
+        return in_versions(version, self.flexible_versions)
 
     def struct(self, version: int) -> p.KafkaStruct:
         try:
@@ -132,15 +132,15 @@ class MessageSpec:
         absent: list[p.Field] = []
         for field in fields:
             name = snake_case(field["name"])
-            default = _default_factory(field, version, flexible)
-            if not _in(version, parse_versions(field.get("versions"))):
+            default = default_factory(field, version, flexible)
+            if not in_versions(version, parse_versions(field.get("versions"))):
                 absent.append(p.Field(name, None, default))
                 continue
             compact = flexible and (field.get("flexibleVersions") is None or
-                                    _in(version, parse_versions(field["flexibleVersions"])))
-            nullable = _in(version, parse_versions(field.get("nullableVersions")))
+                                    in_versions(version, parse_versions(field["flexibleVersions"])))
+            nullable = in_versions(version, parse_versions(field.get("nullableVersions")))
             con = self._type(field, version, compact, nullable, flexible)
-            if flexible and "tag" in field and _in(version, parse_versions(field.get("taggedVersions"))):
+            if flexible and "tag" in field and in_versions(version, parse_versions(field.get("taggedVersions"))):
                 tagged.append(p.Field(name, con, default, field["tag"]))
             else:
                 regular.append(p.Field(name, con, default))

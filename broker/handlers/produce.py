@@ -8,9 +8,16 @@ from typing import Any
 import trio
 
 from broker.dispatch import RequestContext
+from broker.log.partition_log import RecordBatchTooLargeError
 from broker.topics import Partition, TopicError
 from protocol.header import ErrorCode
-from protocol.records import BATCH_HEADER_SIZE, CorruptRecordError, iter_batches, verify_crc
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    CorruptRecordError,
+    InvalidMagicError,
+    iter_batches,
+    verify_crc,
+)
 
 ZSTD = 4
 
@@ -39,6 +46,10 @@ def validate(records: bytes | None, version: int, max_message_bytes: int) -> tup
             f"Produce requests with version {version} must have at least one record batch per partition")
     try:
         batches = list(iter_batches(records))
+    except InvalidMagicError:
+        return ErrorCode.INVALID_RECORD, (
+            f"Produce requests with version {version} are only allowed to contain record batches with "
+            "magic version 2")
     except CorruptRecordError as exc:
         return ErrorCode.CORRUPT_MESSAGE, str(exc)
     if len(batches) != 1:
@@ -73,6 +84,15 @@ def _response(index: int, error: ErrorCode, message: str | None = None, base_off
             "record_errors": [], "error_message": message}
 
 
+async def _durable(state: Any, log: Any, offset: int, response: dict[str, Any]) -> None:
+    """Wait for the fdatasync covering `offset`; a failed one turns the answer into KAFKA_STORAGE_ERROR."""
+    try:
+        await state.flusher.wait_durable(log, offset)
+    except OSError as exc:
+        response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}",
+                        base_offset=-1, log_append_time_ms=-1)
+
+
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     state = ctx.state
     version = ctx.header.api_version
@@ -98,24 +118,31 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 continue
             try:
                 result = log.append(pdata.records, now_ms=now)
+            except RecordBatchTooLargeError as exc:
+                partitions.append(_response(pdata.index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)))
+                continue
+            except CorruptRecordError as exc:
+                partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
+                continue
             except OSError as exc:
                 partitions.append(_response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)))
                 continue
             appended = True
+            response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
+                                 result.log_append_time, result.log_start_offset)
             if acks == -1:
-                waits.append((log, result.last_offset))
-            partitions.append(_response(pdata.index, ErrorCode.NONE, None, result.base_offset,
-                                        result.log_append_time, result.log_start_offset))
+                waits.append((log, result.last_offset, response))
+            partitions.append(response)
         responses.append({"name": topic_data.name, "partition_responses": partitions})
     if appended:
         state.notify_append()
     if waits:
         if len(waits) == 1:
-            await state.flusher.wait_durable(*waits[0])
+            await _durable(state, *waits[0])
         else:
             async with trio.open_nursery() as nursery:
-                for log, offset in waits:
-                    nursery.start_soon(state.flusher.wait_durable, log, offset)
+                for wait in waits:
+                    nursery.start_soon(_durable, state, *wait)
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": []}

@@ -21,7 +21,8 @@ def _connect(bootstrap: str) -> socket.socket:
     return sock
 
 
-def _request(api_key: int, version: int, correlation_id: int, body: bytes = b"", client_id: bytes = b"t") -> bytes:
+def _request(api_key: int, version: int, correlation_id: int, body: bytes = b"",
+             client_id: bytes = b"t") -> bytes:
     header = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
     payload = header + body
     return struct.pack(">i", len(payload)) + payload
@@ -112,7 +113,8 @@ def test_unsupported_version_closes(minibroker, witness):
 
 def test_api_versions_unknown_version_gets_v0_error(minibroker, witness):
     sock = _connect(minibroker)
-    sock.sendall(_request(API_VERSIONS, 99, 42))
+    # A client that speaks ApiVersions v99 uses request header v2 (tagged fields after client_id).
+    sock.sendall(_request(API_VERSIONS, 99, 42, b"\x00"))
     resp = _response(sock)
     corr, error, count = struct.unpack_from(">ihi", resp)
     assert (corr, error) == (42, 35)  # UNSUPPORTED_VERSION, answered with v0 and header v0

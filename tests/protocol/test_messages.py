@@ -16,7 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.dispatch import table
-from protocol.schema import DecodeError, MessageSpec, _default_factory, _in, message, parse_versions, snake_case
+from protocol.schema import (
+    DecodeError,
+    MessageSpec,
+    default_factory,
+    in_versions,
+    message,
+    parse_versions,
+    snake_case,
+)
 from tests.protocol import kafka_python_oracle as oracle
 
 INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
@@ -60,7 +68,7 @@ def _scalar(type_name: str, nullable: bool) -> st.SearchStrategy[Any]:
 
 
 def _field_strategy(field: dict[str, Any], version: int, flexible: bool) -> st.SearchStrategy[Any]:
-    nullable = _in(version, parse_versions(field.get("nullableVersions")))
+    nullable = in_versions(version, parse_versions(field.get("nullableVersions")))
     type_name: str = field["type"]
     if type_name.startswith("[]"):
         if "fields" in field:
@@ -79,14 +87,14 @@ def _struct_strategy(fields: list[dict[str, Any]], version: int, flexible: bool)
     parts: dict[str, st.SearchStrategy[Any]] = {}
     optional: dict[str, st.SearchStrategy[Any]] = {}
     for field in fields:
-        if not _in(version, parse_versions(field.get("versions"))):
+        if not in_versions(version, parse_versions(field.get("versions"))):
             continue
         strategy = _field_strategy(field, version, flexible)
-        tagged = flexible and "tag" in field and _in(version, parse_versions(field.get("taggedVersions")))
+        tagged = flexible and "tag" in field and in_versions(version, parse_versions(field.get("taggedVersions")))
         if tagged:
             # A tagged field equal to its default is not written (Kafka); kafka-python writes a
             # default-valued struct anyway, so a tagged field is either absent or not the default.
-            default = _default_factory(field, version, flexible)()
+            default = default_factory(field, version, flexible)()
             optional[snake_case(field["name"])] = strategy.filter(lambda x, d=default: x is not None and x != d)
             continue
         parts[snake_case(field["name"])] = strategy
