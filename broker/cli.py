@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port of the first listener (shorthand)")
     p.add_argument("--data-dir", type=Path, help="directory for logs and state (default ./data)")
     p.add_argument("--broker-id", type=int, help="this broker's node id (default 0)")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]",
+                   help="ZooKeeper for producer-id blocks (default: a local store in the data dir)")
     p.add_argument("--fsync", choices=("none", "grouped", "always"),
                    help="acks=all durability: grouped fdatasync per partition (default), one per request, "
                         "or none (the OS flushes)")
@@ -68,6 +70,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         config.data_dir = args.data_dir
     if args.broker_id is not None:
         config.broker_id = args.broker_id
+    if args.zookeeper is not None:
+        config.zookeeper_connect = args.zookeeper
     if args.fsync is not None:
         config.fsync = args.fsync
     if args.num_partitions is not None:

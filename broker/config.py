@@ -86,6 +86,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("controlled.shutdown.timeout.ms", "shutdown_timeout_ms", int,
            "On SIGTERM/SIGINT, how long in-flight requests may take (minibroker's own)."),
     Option("cluster.id", "cluster_id", str, "Cluster id; generated and stored in the data dir when unset."),
+    Option("zookeeper.connect", "zookeeper_connect", str,
+           "HOST:PORT[/chroot] of ZooKeeper for producer-id blocks; unset: a local store in the data dir."),
+    Option("zookeeper.session.timeout.ms", "zookeeper_session_timeout_ms", int,
+           "ZooKeeper session timeout; also bounds each ZooKeeper call."),
+    Option("producer.id.expiration.ms", "producer_id_expiration_ms", int,
+           "A partition forgets an idempotent producer this long after its last write."),
+    Option("producer.id.expiration.check.interval.ms", "producer_id_expiration_check_interval_ms", int,
+           "How often expired producer ids are removed (and producer state is snapshotted)."),
 )
 OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
@@ -113,6 +121,10 @@ class BrokerConfig:
     fetch_max_bytes: int = 55 * 1024 * 1024
     connections_max_idle_ms: int = 600_000
     shutdown_timeout_ms: int = 5_000
+    zookeeper_connect: str | None = None
+    zookeeper_session_timeout_ms: int = 18_000
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
 
     def set_option(self, kafka_name: str, value: str) -> None:
         """Apply one `name=value` override, with Kafka's option name."""

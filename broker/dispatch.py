@@ -74,6 +74,7 @@ def _build_table() -> dict[int, Api]:
         create_topics,
         delete_topics,
         fetch,
+        init_producer_id,
         list_offsets,
         metadata,
         produce,
@@ -92,6 +93,8 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.API_VERSIONS, 0, 4, api_versions.handle, "ApiVersionsRequest", "ApiVersionsResponse"),
         Api(ApiKey.CREATE_TOPICS, 2, 7, create_topics.handle, "CreateTopicsRequest", "CreateTopicsResponse"),
         Api(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle, "DeleteTopicsRequest", "DeleteTopicsResponse"),
+        Api(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id.handle, "InitProducerIdRequest",
+            "InitProducerIdResponse"),
     ]
     return {int(api.key): api for api in apis}
 

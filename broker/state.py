@@ -14,7 +14,10 @@ import trio
 
 from broker.config import BrokerConfig
 from broker.log.flusher import GroupFlusher
+from broker.log.producer_snapshot import save_producer_state
 from broker.topics import TopicManager
+from zk.producer_ids import ProducerIdManager
+from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,9 @@ class BrokerState:
         self.topics = TopicManager(config, self.now_ms())
         self.flusher = GroupFlusher(config.fsync)
         self._appended = trio.Event()
+        self.block_store = _block_store(config, data_dir)
+        self.producer_ids = ProducerIdManager(self.block_store, config.broker_id,
+                                              claim_timeout=config.zookeeper_session_timeout_ms / 1000)
 
     @staticmethod
     def now_ms() -> int:
@@ -72,6 +78,23 @@ class BrokerState:
                     if deleted:
                         log.info("retention deleted %d segment(s) of %s-%d", deleted, topic.name, partition.index)
 
+    async def run_producer_expiration(self) -> None:
+        """Background task: forget expired producer ids and snapshot producer state (bounds the replay
+        after a crash)."""
+        interval = self.config.producer_id_expiration_check_interval_ms / 1000
+        while True:
+            await trio.sleep(interval)
+            now = self.now_ms()
+            for topic in self.topics:
+                for partition in topic.partitions:
+                    partition.producers.expire(now, self.config.producer_id_expiration_ms)
+                    partition.producers.remove_before(partition.log.log_start_offset)
+                    try:
+                        partition.log.flush()  # the snapshot must not cover data that a crash could lose
+                        save_producer_state(partition.log, partition.producers)
+                    except OSError as exc:
+                        log.error("snapshot of %s-%d failed: %s", topic.name, partition.index, exc)
+
     def flush_all(self) -> None:
         for topic in self.topics:
             for partition in topic.partitions:
@@ -80,6 +103,13 @@ class BrokerState:
     def close(self) -> None:
         self.flush_all()
         self.topics.close()
+        self.block_store.close()
+
+
+def _block_store(config: BrokerConfig, data_dir: Path) -> BlockStore:
+    if config.zookeeper_connect:
+        return ZooKeeperBlockStore(config.zookeeper_connect, timeout=config.zookeeper_session_timeout_ms / 1000)
+    return LocalBlockStore(data_dir / "producer_id_block.json")
 
 
 def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:

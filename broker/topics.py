@@ -18,7 +18,9 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.log.partition_log import PartitionLog
+from broker.log.producer_snapshot import load_producer_state, save_producer_state
 from broker.topic_config import effective_configs, log_config, validate_topic_configs
+from coordinator.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class Partition:
     topic: str
     index: int
     log: PartitionLog
+    producers: ProducerStateManager
 
     @property
     def high_watermark(self) -> int:
@@ -169,13 +172,17 @@ class TopicManager:
     def close(self) -> None:
         for topic in self._by_name.values():
             for p in topic.partitions:
+                try:
+                    save_producer_state(p.log, p.producers)
+                except OSError as exc:  # the next open rebuilds the state from the log
+                    log.error("saving producer state of %s-%d failed: %s", p.topic, p.index, exc)
                 p.log.close()
 
     # -- disk -----------------------------------------------------------------------------------
     def _open_partition(self, topic: Topic, index: int, now_ms: int) -> Partition:
         directory = self.data_dir / f"{topic.name}-{index}"
-        return Partition(topic.name, index,
-                         PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms))
+        plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms)
+        return Partition(topic.name, index, plog, load_producer_state(plog, f"{topic.name}-{index}"))
 
     def _write_meta(self, topic: Topic, num_partitions: int) -> None:
         path = self._meta_dir / f"{topic.name}.json"

@@ -64,38 +64,49 @@ def parse_zookeeper_address(address: str) -> tuple[str, str]:
     return hosts, ("/" + chroot.rstrip("/")) if slash and chroot.strip("/") else ""
 
 
+class ZooKeeperUnavailableError(ConnectionError):
+    """Not connected to ZooKeeper right now (kazoo keeps reconnecting in the background)."""
+
+
 class ZooKeeperBlockStore:
     """Kafka's ZkProducerIdManager loop: read (data, version), compute the next block, write it only if
-    the version is unchanged (create when absent), retry on a conflict."""
+    the version is unchanged (create when absent), retry on a conflict.
+
+    Every ZooKeeper call has a timeout (a kazoo call made while disconnected would otherwise wait for the
+    reconnection), and a claim fails at once while the session is not connected.
+    """
 
     def __init__(self, address: str, *, timeout: float = 10.0) -> None:
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
 
         hosts, chroot = parse_zookeeper_address(address)
+        self.address = address
         self.timeout = timeout
-        # Short retry delays: kazoo's defaults can leave the client disconnected for tens of seconds after
-        # ZooKeeper comes back.
-        retry = dict(max_tries=-1, delay=0.1, backoff=1.5, max_delay=1.0)
-        self.client = KazooClient(hosts=hosts + chroot, timeout=timeout, connection_retry=KazooRetry(**retry),
-                                  command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0))
-        self.client.start(timeout=timeout)
+        # Short reconnection delays: kazoo's defaults can leave the client disconnected for tens of seconds
+        # after ZooKeeper comes back.
+        self.client = KazooClient(hosts=hosts + chroot, timeout=timeout,
+                                  connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=1.5, max_delay=1.0))
+        # Not blocking: a broker starts (and serves everything but new producer ids) without ZooKeeper.
+        self.client.start_async()
 
     def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
         while True:
+            if not self.client.connected:
+                raise ZooKeeperUnavailableError(f"not connected to ZooKeeper at {self.address}")
             try:
-                data, stat = self.client.get(ZNODE_PATH)
+                data, stat = self.client.get_async(ZNODE_PATH).get(timeout=self.timeout)
             except NoNodeError:
                 data, stat = None, None
             block = next_block(decode_block(data) if data else None, broker_id)
             payload = encode_block(block)
             try:
                 if stat is None:
-                    self.client.create(ZNODE_PATH, payload, makepath=True)
+                    self.client.create_async(ZNODE_PATH, payload, makepath=True).get(timeout=self.timeout)
                 else:
-                    self.client.set(ZNODE_PATH, payload, version=stat.version)
+                    self.client.set_async(ZNODE_PATH, payload, version=stat.version).get(timeout=self.timeout)
             except (BadVersionError, NodeExistsError):
                 log.debug("producer id block conflict, retrying")
                 continue

@@ -10,12 +10,14 @@ import trio
 from broker.dispatch import RequestContext
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.topics import Partition, TopicError
+from coordinator.producer_state import Verdict
 from protocol.header import ErrorCode
 from protocol.records import (
     BATCH_HEADER_SIZE,
     CorruptRecordError,
     InvalidMagicError,
     iter_batches,
+    parse_batch_header,
     verify_crc,
 )
 
@@ -97,7 +99,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     state = ctx.state
     version = ctx.header.api_version
     acks = req.acks
-    waits: list[tuple[Any, int]] = []
+    waits: list[tuple[Any, int, dict[str, Any]]] = []
     responses = []
     now = state.now_ms()
     appended = False
@@ -116,6 +118,22 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             if error:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
                 continue
+            header = parse_batch_header(pdata.records)
+            check = partition.producers.check(header.producer_id, header.producer_epoch, header.base_sequence,
+                                              header.last_offset_delta)
+            if check.verdict is Verdict.REJECT:
+                partitions.append(_response(pdata.index, ErrorCode[check.error], check.message,
+                                            log_start_offset=log.log_start_offset))
+                continue
+            if check.verdict is Verdict.DUPLICATE:
+                # A retry of one of the producer's last 5 batches: acknowledge it with its original offsets.
+                dup = check.duplicate
+                response = _response(pdata.index, ErrorCode.NONE, None, dup.first_offset, dup.timestamp,
+                                     log.log_start_offset)
+                if acks == -1:
+                    waits.append((log, dup.last_offset, response))
+                partitions.append(response)
+                continue
             try:
                 result = log.append(pdata.records, now_ms=now)
             except RecordBatchTooLargeError as exc:
@@ -128,6 +146,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions.append(_response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)))
                 continue
             appended = True
+            timestamp = result.log_append_time if result.log_append_time != -1 else header.max_timestamp
+            partition.producers.commit(header.producer_id, header.producer_epoch, header.base_sequence,
+                                       header.last_offset_delta, result.base_offset, timestamp)
             response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
                                  result.log_append_time, result.log_start_offset)
             if acks == -1:

@@ -1,0 +1,41 @@
+"""InitProducerId for idempotent producers (null transactional id): a fresh producer id from the
+current block, or (v3+, KIP-360) the same id with a bumped epoch for a producer that knows its id."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+from zk.pid_blocks import ProducerIdsExhaustedError
+from zk.producer_ids import ProducerIdUnavailableError
+
+log = logging.getLogger(__name__)
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+EPOCH_EXHAUSTED = 0x7FFF - 1  # Kafka: an epoch of Short.MaxValue - 1 cannot be bumped; a new id is needed
+
+
+def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if req.transactional_id is not None:
+        # Transactional producers need the transaction coordinator, which this broker does not run yet.
+        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    producer_id, epoch = req.producer_id, req.producer_epoch
+    if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        return _answer(ErrorCode.INVALID_REQUEST)
+    if producer_id != NO_PRODUCER_ID and 0 <= epoch < EPOCH_EXHAUSTED:
+        return _answer(ErrorCode.NONE, producer_id, epoch + 1)
+    try:
+        new_id = await ctx.state.producer_ids.generate()
+    except ProducerIdUnavailableError as exc:
+        log.warning("no producer id available: %s", exc)
+        return _answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    except ProducerIdsExhaustedError:
+        return _answer(ErrorCode.UNKNOWN_SERVER_ERROR)
+    return _answer(ErrorCode.NONE, new_id, 0)
