@@ -9,12 +9,15 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Protocol
 
 from zk.pid_blocks import ZNODE_PATH, ProducerIdBlock, decode_block, encode_block, next_block
 
 log = logging.getLogger(__name__)
+
+CONNECT_WAIT_S = 2.0
 
 
 class BlockStore(Protocol):
@@ -93,9 +96,8 @@ class ZooKeeperBlockStore:
     def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+        self._wait_connected(min(self.timeout, CONNECT_WAIT_S))
         while True:
-            if not self.client.connected:
-                raise ZooKeeperUnavailableError(f"not connected to ZooKeeper at {self.address}")
             try:
                 data, stat = self.client.get_async(ZNODE_PATH).get(timeout=self.timeout)
             except NoNodeError:
@@ -112,6 +114,15 @@ class ZooKeeperBlockStore:
                 continue
             log.info("claimed producer id block %d-%d from ZooKeeper", block.first, block.last)
             return block
+
+    def _wait_connected(self, timeout: float) -> None:
+        """Right after start or a ZooKeeper restart the session may be moments away; beyond that, fail
+        fast so InitProducerId answers a retriable error instead of hanging."""
+        deadline = time.monotonic() + timeout
+        while not self.client.connected:
+            if time.monotonic() >= deadline:
+                raise ZooKeeperUnavailableError(f"not connected to ZooKeeper at {self.address}")
+            time.sleep(0.05)
 
     def close(self) -> None:
         try:

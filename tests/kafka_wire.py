@@ -1,0 +1,89 @@
+"""A minimal Kafka client over a raw socket for tests that need exact requests (duplicates, bad
+sequences, InitProducerId arguments): frames built with protocol.schema and protocol.header."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from typing import Any
+
+from protocol.header import RequestHeader, encode_request_header, response_header_version
+from protocol.records import Record, build_batch
+from protocol.schema import message, request_spec
+
+_RESPONSES = {0: "ProduceResponse", 22: "InitProducerIdResponse", 1: "FetchResponse", 2: "ListOffsetsResponse",
+              3: "MetadataResponse", 18: "ApiVersionsResponse", 19: "CreateTopicsResponse"}
+
+
+class WireClient:
+    def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _recv(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            out += chunk
+        return bytes(out)
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> int:
+        self.correlation += 1
+        spec = request_spec(api_key)
+        assert spec is not None
+        payload = encode_request_header(RequestHeader(api_key, version, self.correlation, "wire-test")) + \
+            spec.encode(version, body)
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        return self.correlation
+
+    def receive(self, api_key: int, version: int, correlation: int) -> Any:
+        (size,) = struct.unpack(">i", self._recv(4))
+        frame = self._recv(size)
+        (got,) = struct.unpack_from(">i", frame)
+        assert got == correlation, (got, correlation)
+        offset = 4 if response_header_version(api_key, version) == 0 else 5
+        return message(_RESPONSES[api_key]).decode(version, frame, offset)
+
+    def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        return self.receive(api_key, version, self.send(api_key, version, body))
+
+    # --- conveniences ---------------------------------------------------------------------------
+
+    def init_producer_id(self, version: int = 4, producer_id: int = -1, epoch: int = -1) -> Any:
+        return self.request(22, version, {"transactional_id": None, "transaction_timeout_ms": 60000,
+                                          "producer_id": producer_id, "producer_epoch": epoch})
+
+    def produce(self, topic: str, partition: int, batch: bytes, acks: int = -1, version: int = 9) -> Any:
+        resp = self.request(0, version, {"transactional_id": None, "acks": acks, "timeout_ms": 30000,
+                                         "topic_data": [{"name": topic, "partition_data": [
+                                             {"index": partition, "records": batch}]}]})
+        return resp.responses[0].partition_responses[0]
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        resp = self.request(19, 5, {"topics": [{"name": name, "num_partitions": partitions,
+                                                "replication_factor": 1}], "timeout_ms": 30000})
+        assert resp.topics[0].error_code in (0, 36), resp
+
+    def list_latest(self, topic: str, partition: int = 0) -> int:
+        resp = self.request(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}]})
+        return resp.topics[0].partitions[0].offset
+
+
+def idempotent_batch(producer_id: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
+    now = int(time.time() * 1000)
+    return build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_timestamp=now,
+                       producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
