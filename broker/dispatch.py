@@ -15,7 +15,6 @@ from functools import cached_property
 from typing import Any
 
 from protocol.header import ApiKey
-from protocol.schema import message
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +45,14 @@ class Api:
 
     @cached_property
     def request(self):  # noqa: ANN201 - protocol.schema.MessageSpec
+        from protocol.schema import message  # construct loads on first use, not at startup
+
         return message(self.request_name)
 
     @cached_property
     def response(self):  # noqa: ANN201
+        from protocol.schema import message
+
         return message(self.response_name)
 
     def decode_request(self, version: int, frame: bytes, offset: int) -> Any:

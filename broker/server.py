@@ -20,12 +20,12 @@ import trio
 from broker.config import BrokerConfig, Listener
 from broker.dispatch import Api, RequestContext, lookup
 from broker.state import BrokerState, Endpoint
+from protocol.errors import DecodeError
 from protocol.header import (
     ApiKey,
     parse_request_header,
     response_header_version,
 )
-from protocol.schema import DecodeError
 
 log = logging.getLogger(__name__)
 

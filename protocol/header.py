@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
 
-from protocol.schema import DecodeError, request_spec
+from protocol.errors import DecodeError
 
 
 class ApiKey(IntEnum):
@@ -257,6 +257,8 @@ class RequestHeader:
 
 @cache
 def _flexible_from(api_key: int) -> int | None:
+    from protocol.schema import request_spec  # construct and the JSON definitions load on first use
+
     spec = request_spec(api_key)
     if spec is None or spec.flexible_versions is None:
         return None

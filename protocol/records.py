@@ -19,7 +19,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import cramjam
-from crc32c import crc32c
+
+from protocol.crc32c import crc32c
 
 Buffer = bytes | bytearray | memoryview
 

@@ -8,26 +8,23 @@ JSON names in snake_case (`ThrottleTimeMs` -> `throttle_time_ms`).
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
 import io
 import json
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from construct import ConstructError, Container
 
 from protocol import primitives as p
+from protocol.errors import DecodeError
 
 _COMMENTS = re.compile(r"(?m)^\s*//.*\n?")
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-_RESOURCES = "kafka.protocol.schemas.resources"
 MAX_VERSION = 0x7FFF
-
-
-class DecodeError(ValueError):
-    """The bytes are not a valid message of this version (truncated, bad length, bad UTF-8...)."""
 
 
 def snake_case(name: str) -> str:
@@ -49,8 +46,17 @@ def in_versions(version: int, versions: tuple[int, int] | None) -> bool:
 
 
 @cache
+def _resources_dir() -> Path:
+    # find_spec locates the package without importing it: `import kafka` costs ~100 ms of client code.
+    spec = importlib.util.find_spec("kafka")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("kafka-python (which ships Kafka's JSON message definitions) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "protocol" / "schemas" / "resources"
+
+
+@cache
 def load_definition(name: str) -> dict[str, Any]:
-    text = importlib.resources.files(_RESOURCES).joinpath(f"{name}.json").read_text(encoding="utf-8")
+    text = (_resources_dir() / f"{name}.json").read_text(encoding="utf-8")
     data = json.loads(_COMMENTS.sub("", text))
     common = {s["name"]: s for s in data.get("commonStructs", [])}
     _resolve_common(data.get("fields", []), common)

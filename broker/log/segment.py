@@ -14,10 +14,9 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from crc32c import crc32c
-
 from broker.log.config import LogConfig
 from broker.log.index import OffsetIndex, TimeIndex
+from protocol.crc32c import crc32c
 from protocol.records import (
     ATTRIBUTES_OFFSET,
     BATCH_OVERHEAD,

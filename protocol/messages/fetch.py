@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.messages.wire import I16, I32, I64, Reader, bytes_, count, string
-from protocol.schema import message
 
 FLEXIBLE_FROM = 12
 ZERO_UUID = uuid.UUID(int=0)
@@ -122,6 +121,8 @@ def _needs_generic(body: Mapping[str, Any]) -> bool:
 
 def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
     if _needs_generic(body):
+        from protocol.schema import message
+
         return message("FetchResponse").encode(version, body)
     flex = version >= FLEXIBLE_FROM
     out = [I32.pack(body.get("throttle_time_ms", 0))]

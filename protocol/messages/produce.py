@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.messages.wire import I16, I32, I64, Reader, bytes_, count, string
-from protocol.schema import message
 
 FLEXIBLE_FROM = 9
 UNSUPPORTED_VERSION = 35
@@ -67,6 +66,8 @@ def _needs_generic(body: Mapping[str, Any]) -> bool:
 
 def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
     if _needs_generic(body):
+        from protocol.schema import message
+
         return message("ProduceResponse").encode(version, body)
     flex = version >= FLEXIBLE_FROM
     out = [count(len(body["responses"]), flex)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from protocol.schema import DecodeError
+from protocol.errors import DecodeError
 
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")
