@@ -82,9 +82,10 @@ class Connection:
                 async with send:
                     with self.read_scope:
                         await self._read_loop(nursery, send)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+        # The peer going away surfaces from either task, possibly wrapped in an ExceptionGroup: not an error.
+        except* (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
-        except Exception:
+        except* Exception:
             log.exception("connection %s failed", self.peer)
         finally:
             with trio.CancelScope(shield=True):

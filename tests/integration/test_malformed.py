@@ -156,3 +156,18 @@ def test_fuzzed_bodies_of_valid_headers(minibroker, witness):
             while sock.recv(65536):
                 pass
             sock.close()
+
+
+def test_peer_reset_with_responses_pending_is_not_an_error(minibroker, witness, caplog):
+    """A client that vanishes with responses still queued is ordinary: no ERROR in the broker's log."""
+    import logging
+    caplog.set_level(logging.WARNING)
+    for _ in range(5):
+        sock = _connect(minibroker)
+        sock.sendall(b"".join(_request(API_VERSIONS, 0, i) for i in range(500)))
+        # SO_LINGER 0: close with RST so the broker's pending writes fail rather than drain
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    _api_versions_ok(witness, 9)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
