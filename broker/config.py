@@ -94,6 +94,26 @@ OPTIONS: tuple[Option, ...] = (
            "A partition forgets an idempotent producer this long after its last write."),
     Option("producer.id.expiration.check.interval.ms", "producer_id_expiration_check_interval_ms", int,
            "How often expired producer ids are removed (and producer state is snapshotted)."),
+    Option("offsets.topic.num.partitions", "offsets_topic_num_partitions", int,
+           "Partitions of `__consumer_offsets`, fixed when it is created (a group's coordinator partition "
+           "depends on it)."),
+    Option("offsets.topic.segment.bytes", "offsets_topic_segment_bytes", int,
+           "Segment size of `__consumer_offsets`."),
+    Option("offsets.retention.minutes", "offsets_retention_minutes", int,
+           "Committed offsets of a group expire this long after it became empty (or after the commit, for "
+           "groups without members and topics no longer consumed)."),
+    Option("offsets.retention.check.interval.ms", "offsets_retention_check_interval_ms", int,
+           "How often expired offsets and empty groups are removed."),
+    Option("offset.metadata.max.bytes", "offset_metadata_max_bytes", int,
+           "Longest metadata string of a committed offset (OFFSET_METADATA_TOO_LARGE above)."),
+    Option("group.min.session.timeout.ms", "group_min_session_timeout_ms", int,
+           "Smallest session timeout a member may ask for (INVALID_SESSION_TIMEOUT below)."),
+    Option("group.max.session.timeout.ms", "group_max_session_timeout_ms", int,
+           "Largest session timeout a member may ask for (INVALID_SESSION_TIMEOUT above)."),
+    Option("group.initial.rebalance.delay.ms", "group_initial_rebalance_delay_ms", int,
+           "How long the first rebalance of an empty group waits for more members. 0 here (Kafka: 3000) so "
+           "that a lone consumer starts at once; raise it for groups that start many members together."),
+    Option("group.max.size", "group_max_size", int, "Most members a group may have (GROUP_MAX_SIZE_REACHED)."),
 )
 OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
@@ -125,6 +145,15 @@ class BrokerConfig:
     zookeeper_session_timeout_ms: int = 18_000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 0
+    group_max_size: int = 2**31 - 1
 
     def set_option(self, kafka_name: str, value: str) -> None:
         """Apply one `name=value` override, with Kafka's option name."""
@@ -141,6 +170,10 @@ class BrokerConfig:
             raise ValueError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         if self.num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
+        if self.offsets_topic_num_partitions < 1:
+            raise ValueError("offsets.topic.num.partitions must be at least 1")
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if not self.listeners:
             raise ValueError("at least one listener is needed")
 

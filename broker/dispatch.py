@@ -75,12 +75,23 @@ def _build_table() -> dict[int, Api]:
     from broker.handlers import (
         api_versions,
         create_topics,
+        delete_groups,
         delete_topics,
+        describe_groups,
         fetch,
+        find_coordinator,
+        heartbeat,
         init_producer_id,
+        join_group,
+        leave_group,
+        list_groups,
         list_offsets,
         metadata,
+        offset_commit,
+        offset_delete,
+        offset_fetch,
         produce,
+        sync_group,
     )
     from protocol.messages import fetch as fetch_codec
     from protocol.messages import produce as produce_codec
@@ -98,6 +109,20 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle, "DeleteTopicsRequest", "DeleteTopicsResponse"),
         Api(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id.handle, "InitProducerIdRequest",
             "InitProducerIdResponse"),
+        # Consumer groups: Kafka 4.0's ranges (KIP-896 floors: OffsetCommit 2, OffsetFetch 1).
+        Api(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator.handle, "FindCoordinatorRequest",
+            "FindCoordinatorResponse"),
+        Api(ApiKey.JOIN_GROUP, 0, 9, join_group.handle, "JoinGroupRequest", "JoinGroupResponse"),
+        Api(ApiKey.SYNC_GROUP, 0, 5, sync_group.handle, "SyncGroupRequest", "SyncGroupResponse"),
+        Api(ApiKey.HEARTBEAT, 0, 4, heartbeat.handle, "HeartbeatRequest", "HeartbeatResponse"),
+        Api(ApiKey.LEAVE_GROUP, 0, 5, leave_group.handle, "LeaveGroupRequest", "LeaveGroupResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit.handle, "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch.handle, "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.LIST_GROUPS, 0, 5, list_groups.handle, "ListGroupsRequest", "ListGroupsResponse"),
+        Api(ApiKey.DESCRIBE_GROUPS, 0, 5, describe_groups.handle, "DescribeGroupsRequest",
+            "DescribeGroupsResponse"),
+        Api(ApiKey.DELETE_GROUPS, 0, 2, delete_groups.handle, "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        Api(ApiKey.OFFSET_DELETE, 0, 0, offset_delete.handle, "OffsetDeleteRequest", "OffsetDeleteResponse"),
     ]
     return {int(api.key): api for api in apis}
 

@@ -255,6 +255,7 @@ class Server:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.state.run_retention)
                 nursery.start_soon(self.state.run_producer_expiration)
+                nursery.start_soon(self.state.groups.run)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
                     task_status.started(self)

@@ -13,6 +13,7 @@ from pathlib import Path
 import trio
 
 from broker.config import BrokerConfig
+from broker.groups import GroupService
 from broker.log.flusher import GroupFlusher
 from broker.log.producer_snapshot import save_producer_state
 from broker.topics import TopicManager
@@ -48,6 +49,7 @@ class BrokerState:
         self.block_store = _block_store(config, data_dir)
         self.producer_ids = ProducerIdManager(self.block_store, config.broker_id,
                                               claim_timeout=config.zookeeper_session_timeout_ms / 1000)
+        self.groups = GroupService(self)
 
     @staticmethod
     def now_ms() -> int:

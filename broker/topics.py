@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 
 
 class TopicError(Exception):
@@ -136,6 +137,11 @@ class TopicManager:
 
     def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                configs: Mapping[str, str | None] | None = None, *, now_ms: int) -> Topic:
+        if name == OFFSETS_TOPIC and num_partitions == -1:
+            # However it gets created (FindCoordinator, Metadata), Kafka's settings for it.
+            num_partitions = self.config.offsets_topic_num_partitions
+            configs = {"cleanup.policy": "compact",
+                       "segment.bytes": str(self.config.offsets_topic_segment_bytes), **(configs or {})}
         num_partitions, overrides = self.check_create(name, num_partitions, replication_factor, configs or {})
         # Kafka forbids topics whose names collide once '.' and '_' are treated alike (metric names).
         folded = name.replace(".", "_")
@@ -152,6 +158,10 @@ class TopicManager:
         return topic
 
     def delete(self, name: str) -> Topic:
+        if name in INTERNAL_TOPICS and name in self._by_name:
+            # The coordinators own these logs; Kafka's tools refuse this too.
+            raise TopicError("INVALID_REQUEST", f"Topic {name} is a kafka internal topic and is not allowed "
+                                                "to be deleted.")
         topic = self._by_name.pop(name, None)
         if topic is None:
             raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")

@@ -12,12 +12,13 @@ from protocol.header import ErrorCode
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.state.topics
     version = ctx.header.api_version
     wanted = [(t.name, t.topic_id) for t in req.topics] if version >= 6 else \
         [(name, ZERO_UUID) for name in req.topic_names]
     results = []
+    deleted = []
     for name, topic_id in wanted:
         if name is None:
             topic = topics.get_by_id(topic_id)
@@ -32,6 +33,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode[exc.error],
                             "error_message": exc.message})
             continue
+        deleted.append(name)
         results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
+    if deleted:
+        groups = ctx.state.groups
+        await groups.loaded.wait()
+        changed = groups.coordinator.topics_deleted(deleted, ctx.state.now_ms())
+        groups.changed()
+        for group_id in changed:
+            await groups.durable(group_id)
     return {"throttle_time_ms": 0, "responses": results}

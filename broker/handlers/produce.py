@@ -35,6 +35,8 @@ def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | 
         except TopicError as exc:
             return ErrorCode[exc.error] if exc.error != "TOPIC_ALREADY_EXISTS" else \
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if topic.is_internal:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION  # Kafka: "Cannot append to internal topic"
     if not 0 <= index < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return topic.partitions[index]

@@ -1,0 +1,199 @@
+"""The trio shell around the pure group coordinator: the `__consumer_offsets` topic it writes to and
+replays at start, the timer task that fires session and rebalance deadlines, offset expiry, and the
+awaitable form of JoinGroup/SyncGroup (whose answers wait for other members).
+
+Every answer that follows a write waits until that write is durable (the log's --fsync policy), as an
+acks=all produce to `__consumer_offsets` would in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from broker.topics import OFFSETS_TOPIC, Partition, Topic
+from coordinator.group import JoinResult, SyncResult
+from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
+from protocol.header import ErrorCode
+from protocol.records import CorruptRecordError, build_batch, decode_records, iter_batches
+from protocol.records import Record as LogRecord
+
+if TYPE_CHECKING:
+    from broker.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+_READ_CHUNK = 1024 * 1024
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, int32 overflow): Kafka's group partitioning."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    # Kafka's Utils.abs is `n & 0x7fffffff`, not Math.abs.
+    return (java_string_hash(group_id) & 0x7FFFFFFF) % partitions
+
+
+def client_host(peer: str) -> str:
+    """A member's host as Kafka reports it (InetAddress.toString): "/127.0.0.1"."""
+    host = peer.rpartition(":")[0] if ":" in peer else peer
+    return "/" + host
+
+
+class _Reply:
+    """One delayed answer: set by a coordinator callback, awaited by the request's handler."""
+
+    __slots__ = ("_event", "value")
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self.value: Any = None
+
+    def set(self, value: Any) -> None:
+        if not self._event.is_set():
+            self.value = value
+            self._event.set()
+
+    async def wait(self) -> Any:
+        await self._event.wait()
+        return self.value
+
+
+class GroupService:
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+        c = state.config
+        self.coordinator = GroupCoordinator(GroupConfig(
+            min_session_timeout_ms=c.group_min_session_timeout_ms,
+            max_session_timeout_ms=c.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            max_size=c.group_max_size,
+            offsets_retention_ms=c.offsets_retention_minutes * 60_000,
+            offset_metadata_max_bytes=c.offset_metadata_max_bytes,
+        ), self)
+        self.loaded = trio.Event()
+        self._wake = trio.Event()
+
+    # -- the offsets topic (GroupStore) ---------------------------------------------------------------
+    def offsets_topic(self) -> Topic:
+        """`__consumer_offsets`, created on first use (Kafka creates it on the first FindCoordinator)."""
+        topics = self.state.topics
+        topic = topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = topics.create(OFFSETS_TOPIC, now_ms=self.state.now_ms())
+        return topic
+
+    def partition_of(self, group_id: str) -> Partition:
+        topic = self.offsets_topic()
+        return topic.partitions[partition_for(group_id, len(topic.partitions))]
+
+    def write(self, group_id: str, records: list[Record], now_ms: int) -> None:
+        batch = build_batch([LogRecord(i, 0, key, value) for i, (key, value) in enumerate(records)],
+                            base_timestamp=now_ms)
+        try:
+            self.partition_of(group_id).log.append(batch, now_ms=now_ms)
+        except OSError as exc:
+            raise StoreError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"append to {OFFSETS_TOPIC} failed: {exc}") \
+                from exc
+        self.state.notify_append()
+
+    async def durable(self, group_id: str) -> None:
+        """Wait until everything written for the group's partition so far is on disk."""
+        topic = self.state.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        plog = topic.partitions[partition_for(group_id, len(topic.partitions))].log
+        await self.state.flusher.wait_durable(plog, plog.log_end_offset - 1)
+
+    # -- background tasks ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Replay `__consumer_offsets`, then fire the coordinator's timers and expire old offsets."""
+        await self._load()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._run_expiry)
+            await self._run_timers()
+
+    async def _load(self) -> None:
+        topic = self.state.topics.get(OFFSETS_TOPIC)
+        if topic is not None:
+            for partition in topic.partitions:
+                self.coordinator.load(_replay(partition), self.state.now_ms())
+                await trio.sleep(0)  # let connections be served between partitions
+            log.info("loaded %d group(s) from %s", len(self.coordinator.groups), OFFSETS_TOPIC)
+        self.loaded.set()
+
+    async def _run_timers(self) -> None:
+        while True:
+            now = self.state.now_ms()
+            deadline = self.coordinator.next_deadline()
+            if deadline is not None and deadline <= now:
+                self.coordinator.tick(now)
+                continue
+            self._wake = trio.Event()
+            with trio.move_on_after(math.inf if deadline is None else (deadline - now) / 1000):
+                await self._wake.wait()
+
+    async def _run_expiry(self) -> None:
+        interval = self.state.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await trio.sleep(interval)
+            removed = self.coordinator.expire_offsets(self.state.now_ms())
+            if removed:
+                log.info("removed %d expired offset(s)", removed)
+            self._wake.set()
+
+    def changed(self) -> None:
+        """A request may have moved a deadline: let the timer task look again."""
+        self._wake.set()
+
+    # -- requests whose answers wait ------------------------------------------------------------------
+    async def join_group(self, **request: Any) -> JoinResult:
+        await self.loaded.wait()
+        reply = _Reply()
+        self.coordinator.join_group(**request, respond=reply.set, now_ms=self.state.now_ms())
+        self.changed()
+        result: JoinResult = await reply.wait()
+        await self.durable(request["group_id"])
+        return result
+
+    async def sync_group(self, **request: Any) -> SyncResult:
+        await self.loaded.wait()
+        reply = _Reply()
+        self.coordinator.sync_group(**request, respond=reply.set, now_ms=self.state.now_ms())
+        self.changed()
+        result: SyncResult = await reply.wait()
+        await self.durable(request["group_id"])
+        return result
+
+
+def _replay(partition: Partition) -> Iterator[Record]:
+    """The (key, value) records of a partition of `__consumer_offsets`, in log order."""
+    plog = partition.log
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        data = plog.read(offset, _READ_CHUNK)
+        if not data:
+            break
+        for header, start, end in iter_batches(data):
+            offset = header.base_offset + header.last_offset_delta + 1
+            if header.is_control:
+                continue
+            try:
+                records = decode_records(memoryview(data)[start:end])
+            except CorruptRecordError as exc:
+                log.error("%s-%d: skipping a corrupt batch at %d: %s", partition.topic, partition.index,
+                          header.base_offset, exc)
+                continue
+            for record in records:
+                if record.key is not None:
+                    yield record.key, record.value

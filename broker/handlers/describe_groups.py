@@ -1,0 +1,35 @@
+"""DescribeGroups: state, protocol and members of each group; member metadata and assignments only in
+Stable. An unknown group is reported Dead without an error (as Kafka does up to v5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# No authorizer: every group operation is allowed: READ, DELETE, DESCRIBE (Kafka's AclOperation codes).
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    groups = ctx.state.groups
+    ops = GROUP_OPERATIONS if version >= 3 and req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+    out = []
+    for group_id in req.groups:
+        if not groups.loaded.is_set():
+            out.append({"error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "group_id": group_id,
+                        "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
+                        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+            continue
+        d = groups.coordinator.describe_group(group_id)
+        out.append({"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": d.state,
+                    "protocol_type": d.protocol_type, "protocol_data": d.protocol,
+                    "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                                 "client_id": m.client_id, "client_host": m.client_host,
+                                 "member_metadata": m.metadata, "member_assignment": m.assignment}
+                                for m in d.members],
+                    "authorized_operations": ops})
+    return {"throttle_time_ms": 0, "groups": out}

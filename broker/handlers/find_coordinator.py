@@ -1,0 +1,47 @@
+"""FindCoordinator: this broker coordinates every group (key type 0), by single key (v0-3) or batched keys
+(v4+). `__consumer_offsets` is created on the first request, as Kafka does."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.topics import TopicError
+from protocol.header import ErrorCode
+
+log = logging.getLogger(__name__)
+
+GROUP = 0
+TRANSACTION = 1
+
+
+def _coordinator(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | None]:
+    if key_type == GROUP:
+        try:
+            ctx.state.groups.offsets_topic()
+        except (TopicError, OSError) as exc:
+            log.error("cannot create __consumer_offsets: %s", exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
+        return ErrorCode.NONE, None
+    if key_type == TRANSACTION:
+        # Transactions need the transaction coordinator, which this broker does not run yet.
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
+    return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+
+
+def _entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
+    error, message = _coordinator(ctx, key_type)
+    if error != ErrorCode.NONE:
+        return {"error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}
+    return {"error_code": error, "error_message": None, "node_id": ctx.state.node_id, "host": ctx.endpoint.host,
+            "port": ctx.endpoint.port}
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    key_type = req.key_type if version >= 1 else GROUP
+    if version >= 4:
+        return {"throttle_time_ms": 0,
+                "coordinators": [{"key": key, **_entry(ctx, key_type)} for key in req.coordinator_keys]}
+    return {"throttle_time_ms": 0, **_entry(ctx, key_type)}

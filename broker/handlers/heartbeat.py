@@ -1,0 +1,20 @@
+"""Heartbeat: keeps a member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    groups = ctx.state.groups
+    if not groups.loaded.is_set():
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+    error = groups.coordinator.heartbeat(
+        group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
+        group_instance_id=req.group_instance_id if ctx.header.api_version >= 3 else None,
+        now_ms=ctx.state.now_ms())
+    groups.changed()
+    return {"throttle_time_ms": 0, "error_code": error}

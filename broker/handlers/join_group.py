@@ -1,0 +1,35 @@
+"""JoinGroup: answered when the group's rebalance completes (or at once with an error, or with
+MEMBER_ID_REQUIRED for a first v4+ join)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.groups import client_host
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    result = await ctx.state.groups.join_group(
+        group_id=req.group_id, member_id=req.member_id,
+        group_instance_id=req.group_instance_id if version >= 5 else None,
+        client_id=ctx.header.client_id or "", client_host=client_host(ctx.peer),
+        # v0 has no rebalance timeout: the session timeout serves as both.
+        rebalance_timeout_ms=req.rebalance_timeout_ms if version >= 1 else req.session_timeout_ms,
+        session_timeout_ms=req.session_timeout_ms, protocol_type=req.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
+        require_known_member_id=version >= 4, supports_skip_assignment=version >= 9)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error,
+        "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        # Before v7 the protocol name is not nullable: "" when there is none.
+        "protocol_name": result.protocol_name if version >= 7 else (result.protocol_name or ""),
+        "leader": result.leader_id,
+        "skip_assignment": result.skip_assignment,
+        "member_id": result.member_id,
+        "members": [{"member_id": member_id, "group_instance_id": instance_id, "metadata": metadata}
+                    for member_id, instance_id, metadata in result.members],
+    }

@@ -1,0 +1,27 @@
+"""LeaveGroup: one member (v0-2) or a batch of members, dynamic or static by instance id (v3+)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    groups = ctx.state.groups
+    await groups.loaded.wait()
+    leaving = [(m.member_id, m.group_instance_id) for m in req.members] if version >= 3 else \
+        [(req.member_id, None)]
+    error, member_errors = groups.coordinator.leave_group(group_id=req.group_id, members=leaving,
+                                                          now_ms=ctx.state.now_ms())
+    groups.changed()
+    await groups.durable(req.group_id)
+    if version < 3:
+        # One member: its error is the answer (LeaveGroupResponse's getError).
+        first = next((e for e in member_errors if e != ErrorCode.NONE), ErrorCode.NONE)
+        return {"throttle_time_ms": 0, "error_code": error if error != ErrorCode.NONE else first}
+    return {"throttle_time_ms": 0, "error_code": error,
+            "members": [{"member_id": member_id, "group_instance_id": instance_id, "error_code": e}
+                        for (member_id, instance_id), e in zip(leaving, member_errors, strict=False)]}

@@ -1,0 +1,46 @@
+"""OffsetCommit: committed offsets (with leader epoch and metadata) of a group's partitions, checked
+against the group's generation and members; answered once durable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.group_records import OffsetValue
+from protocol.header import ErrorCode
+
+DEFAULT_RETENTION = -1
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    state = ctx.state
+    groups = state.groups
+    await groups.loaded.wait()
+    now = state.now_ms()
+    # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
+    retention = req.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
+    expire = now + retention if retention != DEFAULT_RETENTION else None
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    offsets: dict[tuple[str, int], OffsetValue] = {}
+    for t in req.topics:
+        topic = state.topics.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetValue(p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
+                                      p.committed_metadata or "", now, expire)
+    if offsets:
+        errors.update(groups.coordinator.commit_offsets(
+            group_id=req.group_id, generation_id=req.generation_id_or_member_epoch, member_id=req.member_id,
+            group_instance_id=req.group_instance_id if version >= 7 else None, offsets=offsets,
+            api_version=version, now_ms=now))
+        groups.changed()
+        await groups.durable(req.group_id)
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": errors[(t.name, p.partition_index)]}
+                                        for p in t.partitions]}
+        for t in req.topics]}

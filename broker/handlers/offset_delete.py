@@ -1,0 +1,35 @@
+"""OffsetDelete: remove a group's committed offsets of partitions it does not consume."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    state = ctx.state
+    groups = state.groups
+    await groups.loaded.wait()
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    known: list[tuple[str, int]] = []
+    for t in req.topics:
+        topic = state.topics.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append(tp)
+    group_error, partition_errors = groups.coordinator.delete_offsets(req.group_id, known, state.now_ms())
+    if group_error != ErrorCode.NONE:
+        return {"error_code": group_error, "throttle_time_ms": 0, "topics": []}
+    errors.update(partition_errors)
+    groups.changed()
+    await groups.durable(req.group_id)
+    return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": errors[(t.name, p.partition_index)]}
+                                        for p in t.partitions]}
+        for t in req.topics]}

@@ -1,0 +1,46 @@
+"""OffsetFetch: a group's committed offsets for the given partitions, or all of them (null topics, v2+);
+several groups per request from v8. A partition without a commit answers offset -1."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.group_records import OffsetValue
+from protocol.header import ErrorCode
+
+NO_OFFSET = -1
+
+
+def _partition(index: int, value: OffsetValue | None, error: ErrorCode = ErrorCode.NONE) -> dict[str, Any]:
+    if value is None:
+        return {"partition_index": index, "committed_offset": NO_OFFSET, "committed_leader_epoch": -1,
+                "metadata": "", "error_code": error}
+    return {"partition_index": index, "committed_offset": value.offset, "committed_leader_epoch": value.leader_epoch,
+            "metadata": value.metadata, "error_code": error}
+
+
+def _topics(ctx: RequestContext, group_id: str, topics: Any) -> list[dict[str, Any]]:
+    wanted = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
+    found = ctx.state.groups.coordinator.fetch_offsets(group_id, wanted)
+    return [{"name": name, "partitions": [_partition(tp[1], value) for tp, value in entries]}
+            for name, entries in groupby(found, key=lambda e: e[0][0])]
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    loading = not ctx.state.groups.loaded.is_set()
+    if version >= 8:
+        return {"throttle_time_ms": 0, "groups": [
+            {"group_id": g.group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []} if loading
+            else {"group_id": g.group_id, "error_code": ErrorCode.NONE, "topics": _topics(ctx, g.group_id, g.topics)}
+            for g in req.groups]}
+    if loading:
+        if version >= 2:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []}
+        # v1 has no top-level error: every partition carries it.
+        return {"topics": [{"name": t.name, "partitions": [
+            _partition(i, None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) for i in t.partition_indexes]}
+            for t in req.topics]}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "topics": _topics(ctx, req.group_id, req.topics)}

@@ -1,0 +1,19 @@
+"""SyncGroup: the leader hands in the assignment; every member gets its own once it is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    result = await ctx.state.groups.sync_group(
+        group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
+        group_instance_id=req.group_instance_id if version >= 3 else None,
+        protocol_type=req.protocol_type if version >= 5 else None,
+        protocol_name=req.protocol_name if version >= 5 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in req.assignments})
+    return {"throttle_time_ms": 0, "error_code": result.error, "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name, "assignment": result.assignment}
