@@ -114,6 +114,18 @@ OPTIONS: tuple[Option, ...] = (
            "How long the first rebalance of an empty group waits for more members. 0 here (Kafka: 3000) so "
            "that a lone consumer starts at once; raise it for groups that start many members together."),
     Option("group.max.size", "group_max_size", int, "Most members a group may have (GROUP_MAX_SIZE_REACHED)."),
+    Option("transaction.state.log.num.partitions", "transaction_state_log_num_partitions", int,
+           "Partitions of `__transaction_state`, fixed when it is created."),
+    Option("transaction.state.log.segment.bytes", "transaction_state_log_segment_bytes", int,
+           "Segment size of `__transaction_state`."),
+    Option("transaction.max.timeout.ms", "transaction_max_timeout_ms", int,
+           "Largest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
+    Option("transactional.id.expiration.ms", "transactional_id_expiration_ms", int,
+           "A transactional id without an open transaction is forgotten this long after its last update."),
+    Option("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+           "transaction_abort_timed_out_interval_ms", int,
+           "Upper bound on how late a transaction past its timeout is aborted (minibroker also wakes at "
+           "the earliest deadline)."),
 )
 OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
@@ -154,6 +166,11 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
     group_max_size: int = 2**31 - 1
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 604_800_000
+    transaction_abort_timed_out_interval_ms: int = 10_000
 
     def set_option(self, kafka_name: str, value: str) -> None:
         """Apply one `name=value` override, with Kafka's option name."""
@@ -172,6 +189,8 @@ class BrokerConfig:
             raise ValueError("num.partitions must be at least 1")
         if self.offsets_topic_num_partitions < 1:
             raise ValueError("offsets.topic.num.partitions must be at least 1")
+        if self.transaction_state_log_num_partitions < 1:
+            raise ValueError("transaction.state.log.num.partitions must be at least 1")
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if not self.listeners:

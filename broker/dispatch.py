@@ -73,11 +73,16 @@ class Api:
 
 def _build_table() -> dict[int, Api]:
     from broker.handlers import (
+        add_offsets_to_txn,
+        add_partitions_to_txn,
         api_versions,
         create_topics,
         delete_groups,
         delete_topics,
         describe_groups,
+        describe_producers,
+        describe_transactions,
+        end_txn,
         fetch,
         find_coordinator,
         heartbeat,
@@ -86,12 +91,15 @@ def _build_table() -> dict[int, Api]:
         leave_group,
         list_groups,
         list_offsets,
+        list_transactions,
         metadata,
         offset_commit,
         offset_delete,
         offset_fetch,
         produce,
         sync_group,
+        txn_offset_commit,
+        write_txn_markers,
     )
     from protocol.messages import fetch as fetch_codec
     from protocol.messages import produce as produce_codec
@@ -123,6 +131,21 @@ def _build_table() -> dict[int, Api]:
             "DescribeGroupsResponse"),
         Api(ApiKey.DELETE_GROUPS, 0, 2, delete_groups.handle, "DeleteGroupsRequest", "DeleteGroupsResponse"),
         Api(ApiKey.OFFSET_DELETE, 0, 0, offset_delete.handle, "OffsetDeleteRequest", "OffsetDeleteResponse"),
+        Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, describe_producers.handle, "DescribeProducersRequest",
+            "DescribeProducersResponse"),
+        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, add_partitions_to_txn.handle, "AddPartitionsToTxnRequest",
+            "AddPartitionsToTxnResponse"),
+        Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, add_offsets_to_txn.handle, "AddOffsetsToTxnRequest",
+            "AddOffsetsToTxnResponse"),
+        Api(ApiKey.END_TXN, 0, 4, end_txn.handle, "EndTxnRequest", "EndTxnResponse"),
+        Api(ApiKey.WRITE_TXN_MARKERS, 1, 2, write_txn_markers.handle, "WriteTxnMarkersRequest",
+            "WriteTxnMarkersResponse"),
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, txn_offset_commit.handle, "TxnOffsetCommitRequest",
+            "TxnOffsetCommitResponse"),
+        Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions.handle, "DescribeTransactionsRequest",
+            "DescribeTransactionsResponse"),
+        Api(ApiKey.LIST_TRANSACTIONS, 0, 1, list_transactions.handle, "ListTransactionsRequest",
+            "ListTransactionsResponse"),
     ]
     return {int(api.key): api for api in apis}
 

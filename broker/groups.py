@@ -19,7 +19,14 @@ from broker.topics import OFFSETS_TOPIC, Partition, Topic
 from coordinator.group import JoinResult, SyncResult
 from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
 from protocol.header import ErrorCode
-from protocol.records import CorruptRecordError, build_batch, decode_records, iter_batches
+from protocol.records import (
+    CONTROL_COMMIT,
+    CorruptRecordError,
+    build_batch,
+    decode_records,
+    iter_batches,
+    parse_control_record,
+)
 from protocol.records import Record as LogRecord
 
 if TYPE_CHECKING:
@@ -107,6 +114,23 @@ class GroupService:
                 from exc
         self.state.notify_append()
 
+    def write_txn(self, group_id: str, producer_id: int, producer_epoch: int, records: list[Record],
+                  now_ms: int) -> None:
+        """A transactional batch of the producer (TxnOffsetCommit): the partition's producer state opens the
+        transaction there, so the LSO and the marker treat it like any transactional write."""
+        batch = build_batch([LogRecord(i, 0, key, value) for i, (key, value) in enumerate(records)],
+                            base_timestamp=now_ms, producer_id=producer_id, producer_epoch=producer_epoch,
+                            is_transactional=True)
+        partition = self.partition_of(group_id)
+        try:
+            result = partition.log.append(batch, now_ms=now_ms)
+        except OSError as exc:
+            raise StoreError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"append to {OFFSETS_TOPIC} failed: {exc}") \
+                from exc
+        partition.producers.commit(producer_id, producer_epoch, -1, len(records) - 1, result.base_offset, now_ms,
+                                   is_transactional=True)
+        self.state.notify_append()
+
     async def durable(self, group_id: str) -> None:
         """Wait until everything written for the group's partition so far is on disk."""
         topic = self.state.topics.get(OFFSETS_TOPIC)
@@ -127,7 +151,10 @@ class GroupService:
         topic = self.state.topics.get(OFFSETS_TOPIC)
         if topic is not None:
             for partition in topic.partitions:
-                self.coordinator.load(_replay(partition), self.state.now_ms())
+                pending: dict[int, list[Record]] = {}
+                self.coordinator.load(_replay(partition, pending), self.state.now_ms())
+                for producer_id, records in pending.items():
+                    self.coordinator.load_pending_txn(producer_id, records)
                 await trio.sleep(0)  # let connections be served between partitions
             log.info("loaded %d group(s) from %s", len(self.coordinator.groups), OFFSETS_TOPIC)
         self.loaded.set()
@@ -176,8 +203,10 @@ class GroupService:
         return result
 
 
-def _replay(partition: Partition) -> Iterator[Record]:
-    """The (key, value) records of a partition of `__consumer_offsets`, in log order."""
+def _replay(partition: Partition, pending: dict[int, list[Record]]) -> Iterator[Record]:
+    """The (key, value) records of a partition of `__consumer_offsets`, in log order. A transaction's
+    records come out when its COMMIT marker is reached, and never if it aborted; those of transactions
+    still open at the end are left in `pending` (by producer id)."""
     plog = partition.log
     offset = plog.log_start_offset
     while offset < plog.log_end_offset:
@@ -186,14 +215,19 @@ def _replay(partition: Partition) -> Iterator[Record]:
             break
         for header, start, end in iter_batches(data):
             offset = header.base_offset + header.last_offset_delta + 1
-            if header.is_control:
-                continue
             try:
                 records = decode_records(memoryview(data)[start:end])
             except CorruptRecordError as exc:
                 log.error("%s-%d: skipping a corrupt batch at %d: %s", partition.topic, partition.index,
                           header.base_offset, exc)
                 continue
-            for record in records:
-                if record.key is not None:
-                    yield record.key, record.value
+            if header.is_control:
+                done = pending.pop(header.producer_id, [])
+                if records and parse_control_record(records[0])[0] == CONTROL_COMMIT:
+                    yield from done
+                continue
+            keyed = [(r.key, r.value) for r in records if r.key is not None]
+            if header.is_transactional:
+                pending.setdefault(header.producer_id, []).extend(keyed)
+            else:
+                yield from keyed

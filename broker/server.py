@@ -256,6 +256,7 @@ class Server:
                 nursery.start_soon(self.state.run_retention)
                 nursery.start_soon(self.state.run_producer_expiration)
                 nursery.start_soon(self.state.groups.run)
+                nursery.start_soon(self.state.txns.run)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
                     task_status.started(self)

@@ -17,6 +17,7 @@ from broker.groups import GroupService
 from broker.log.flusher import GroupFlusher
 from broker.log.producer_snapshot import save_producer_state
 from broker.topics import TopicManager
+from broker.transactions import TxnService
 from zk.producer_ids import ProducerIdManager
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
@@ -50,6 +51,7 @@ class BrokerState:
         self.producer_ids = ProducerIdManager(self.block_store, config.broker_id,
                                               claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self.groups = GroupService(self)
+        self.txns = TxnService(self)
 
     @staticmethod
     def now_ms() -> int:

@@ -3,8 +3,9 @@
     def test_roundtrip(minibroker):              # "127.0.0.1:PORT", a fresh broker and data dir per test
         producer = KafkaProducer(bootstrap_servers=minibroker)
 
-`minibroker_server` gives the `BrokerThread` handle (restart, data dir, stop). `BrokerThread` and
-`BrokerProcess` (a broker in a child process, for crash tests) are usable without pytest as well.
+`minibroker_server` gives the `BrokerThread` handle (restart, data dir, stop, `call` into the broker).
+`BrokerThread` and `BrokerProcess` (a broker in a child process, for crash tests) are usable without
+pytest as well.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ class BrokerThread:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Run `fn(state, *args)` in the broker's trio thread (between requests, as a handler would) and
+        return its result: for tests that reach into the running broker's BrokerState."""
+        import trio
+
+        if self._server is None:
+            raise RuntimeError("broker is not running")
+        return trio.from_thread.run_sync(fn, self._server.state, *args, trio_token=self._token)
 
     def __enter__(self) -> BrokerThread:
         return self.start()

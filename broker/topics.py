@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 
 class TopicError(Exception):
@@ -142,6 +143,10 @@ class TopicManager:
             num_partitions = self.config.offsets_topic_num_partitions
             configs = {"cleanup.policy": "compact",
                        "segment.bytes": str(self.config.offsets_topic_segment_bytes), **(configs or {})}
+        elif name == TRANSACTION_STATE_TOPIC and num_partitions == -1:
+            num_partitions = self.config.transaction_state_log_num_partitions
+            configs = {"cleanup.policy": "compact",
+                       "segment.bytes": str(self.config.transaction_state_log_segment_bytes), **(configs or {})}
         num_partitions, overrides = self.check_create(name, num_partitions, replication_factor, configs or {})
         # Kafka forbids topics whose names collide once '.' and '_' are treated alike (metric names).
         folded = name.replace(".", "_")

@@ -128,6 +128,8 @@ class Group:
     num_awaiting_join: int = 0
     new_member_added: bool = False  # lets the initial delayed join wait for more members
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    # producer id -> offsets of its open transaction (TxnOffsetCommit), applied by its COMMIT marker
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
     subscribed_topics: frozenset[str] | None = None  # None: unknown (not a parsable consumer group)
 
     # -- state machine -----------------------------------------------------------------------------

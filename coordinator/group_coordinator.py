@@ -10,7 +10,7 @@ groups (GroupMetadataManager / ClassicGroup, 4.x): method names below follow the
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,6 +71,10 @@ class StoreError(Exception):
 class GroupStore(Protocol):
     def write(self, group_id: str, records: list[Record], now_ms: int) -> None:
         """Append the records to the group's `__consumer_offsets` partition, atomically; StoreError if not."""
+
+    def write_txn(self, group_id: str, producer_id: int, producer_epoch: int, records: list[Record],
+                  now_ms: int) -> None:
+        """The same, as a transactional batch of the producer (pending until its marker)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -627,8 +631,8 @@ class GroupCoordinator:
         return results
 
     def _validate_offset_commit(self, group: Group, member_id: str, group_instance_id: str | None,
-                                generation_id: int) -> ErrorCode:
-        """Kafka 4's ClassicGroup.validateOffsetCommit."""
+                                generation_id: int, transactional: bool = False) -> ErrorCode:
+        """Kafka 4's ClassicGroup.validateOffsetCommit (TxnOffsetCommit when transactional)."""
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_in(GroupState.EMPTY):
@@ -644,9 +648,9 @@ class GroupCoordinator:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(GroupState.EMPTY):
+        elif not transactional and not group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
             # The member knows the new generation from its JoinGroup response but has no assignment yet.
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
@@ -659,6 +663,59 @@ class GroupCoordinator:
         if partitions is None:
             return sorted(offsets.items())
         return [(tp, offsets.get(tp)) for tp in partitions]
+
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """Partitions with a transactional commit not yet committed or aborted (OffsetFetch with
+        require_stable answers UNSTABLE_OFFSET_COMMIT for them, KIP-447)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        return {tp for pending in group.pending_txn_offsets.values() for tp in pending}
+
+    # == transactional offsets (TxnOffsetCommit, KIP-98/447) ======================================
+    def txn_commit_offsets(self, *, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                           group_instance_id: str | None, generation_id: int,
+                           offsets: Mapping[TopicPartition, OffsetValue],
+                           now_ms: int) -> dict[TopicPartition, ErrorCode]:
+        """Offsets written in the producer's transaction: pending until its marker reaches the group's
+        `__consumer_offsets` partition (complete_txn)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now_ms)
+        error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id, transactional=True)
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetValue] = {}
+        for tp, value in offsets.items():
+            if len(value.metadata) > self.config.offset_metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = value
+        if accepted:
+            records = [(encode_key(OffsetKey(group_id, t, p)), encode_offset_value(v))
+                       for (t, p), v in accepted.items()]
+            try:
+                self.store.write_txn(group_id, producer_id, producer_epoch, records, now_ms)
+            except StoreError as exc:
+                log.error("group %s: storing transactional offsets failed: %s", group_id, exc)
+                results.update(dict.fromkeys(accepted, exc.error))
+                return results
+            group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+            results.update(dict.fromkeys(accepted, ErrorCode.NONE))
+        return results
+
+    def complete_txn(self, producer_id: int, commit: bool,
+                     in_partition: Callable[[str], bool] | None = None) -> None:
+        """A COMMIT/ABORT marker of the producer reached a `__consumer_offsets` partition (`in_partition`
+        tells which groups live there): their pending offsets become committed, or are dropped (Kafka's
+        handleTxnCompletion)."""
+        for group in self.groups.values():
+            if in_partition is not None and not in_partition(group.group_id):
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
 
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
                        now_ms: int) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
@@ -691,7 +748,7 @@ class GroupCoordinator:
         gid = group.group_id
         records: list[Record] = [(encode_key(OffsetKey(gid, t, p)), None) for t, p in partitions]
         remaining = len(group.offsets) - len(partitions)
-        dies = group.is_in(GroupState.EMPTY) and remaining == 0
+        dies = group.is_in(GroupState.EMPTY) and remaining == 0 and not group.pending_txn_offsets
         if dies:
             records.append((encode_key(GroupKey(gid)), None))
         if records:
@@ -831,6 +888,22 @@ class GroupCoordinator:
             if group is None:
                 group = self.groups[key.group] = Group(key.group, state_timestamp_ms=-1)
             group.offsets[(key.topic, key.partition)] = offset
+
+    def load_pending_txn(self, producer_id: int, records: Iterable[Record]) -> None:
+        """Offsets of a transaction still open when the log was replayed: pending again, until its marker."""
+        for key_data, value_data in records:
+            try:
+                key = decode_key(key_data)
+                if not isinstance(key, OffsetKey) or value_data is None:
+                    continue
+                value = decode_offset_value(value_data)
+            except GroupRecordError as exc:
+                log.warning("skipping a __consumer_offsets record: %s", exc)
+                continue
+            group = self.groups.get(key.group)
+            if group is None:
+                group = self.groups[key.group] = Group(key.group, state_timestamp_ms=-1)
+            group.pending_txn_offsets.setdefault(producer_id, {})[(key.topic, key.partition)] = value
 
     def _loaded_group(self, group_id: str, value: GroupValue, now_ms: int) -> Group:
         group = Group(group_id, state=GroupState.STABLE if value.members else GroupState.EMPTY,

@@ -2,10 +2,16 @@
 
 Fetch sessions (KIP-227) are optional for a broker: we answer session id 0 ("no session"), so clients
 keep sending full fetch requests, as with a Kafka broker whose session cache is full.
+
+read_committed (KIP-98): whole batches below the last stable offset only, with the aborted transactions
+that overlap the returned range (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED and
+collectAbortedTransactions); the long poll counts only those bytes, so it waits behind an open
+transaction until its marker is appended. Every partition reports the LSO.
 """
 
 from __future__ import annotations
 
+import struct
 import uuid
 from typing import Any
 
@@ -17,12 +23,25 @@ from protocol.header import ErrorCode
 
 READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
+_FRAME = struct.Struct(">qi")  # base offset, batch length
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
-def _partition_error(index: int, error: ErrorCode, hw: int = -1, log_start: int = -1) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": error, "high_watermark": hw, "last_stable_offset": hw,
-            "log_start_offset": log_start, "aborted_transactions": None, "preferred_read_replica": -1,
-            "records": b""}
+def _partition_error(index: int, error: ErrorCode, hw: int = -1, log_start: int = -1,
+                     lso: int | None = None) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "high_watermark": hw,
+            "last_stable_offset": hw if lso is None else lso, "log_start_offset": log_start,
+            "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+
+
+def _end_offset(records: bytes) -> int:
+    """The offset after the last of the whole stored batches in `records` (batch frames only)."""
+    pos, n, last = 0, len(records), 0
+    while pos + 12 <= n:
+        last = pos
+        pos += 12 + _FRAME.unpack_from(records, pos)[1]
+    base = _FRAME.unpack_from(records, last)[0]
+    return base + _LAST_OFFSET_DELTA.unpack_from(records, last + 23)[0] + 1
 
 
 def _read(ctx: RequestContext, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
@@ -49,32 +68,40 @@ def _read(ctx: RequestContext, req: Any) -> tuple[list[dict[str, Any]], int, boo
                 partitions.append(_partition_error(fp.partition, missing))
                 any_error = True
                 continue
-            log = topic.partitions[fp.partition].log
+            partition = topic.partitions[fp.partition]
+            log = partition.log
             hw = log.log_end_offset
+            producers = partition.producers
+            lso = producers.last_stable_offset(hw, log.log_start_offset) if producers.ongoing_txns else hw
             if version >= 9 and fp.current_leader_epoch > 0:
                 # Our leader epoch is always 0; a newer one means the client knows a future leader.
                 partitions.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_LEADER_EPOCH, hw,
-                                                   log.log_start_offset))
+                                                   log.log_start_offset, lso))
                 any_error = True
                 continue
             try:
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
-                                   max_offset=hw)
+                                   max_offset=lso if read_committed else hw)
             except OffsetOutOfRangeError:
                 partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw,
-                                                   log.log_start_offset))
+                                                   log.log_start_offset, lso))
                 any_error = True
                 continue
             size = len(records)
+            aborted = None
+            if read_committed:
+                aborted = []
+                if size and producers.aborted and producers.aborted[-1].last_offset >= fp.fetch_offset:
+                    aborted = [{"producer_id": pid, "first_offset": first} for pid, first
+                               in producers.aborted_transactions(fp.fetch_offset, _end_offset(records))]
             if size:
                 min_one = False
                 total += size
                 remaining = max(0, remaining - size)
             partitions.append({
                 "partition_index": fp.partition, "error_code": ErrorCode.NONE, "high_watermark": hw,
-                "last_stable_offset": hw, "log_start_offset": log.log_start_offset,
-                "aborted_transactions": [] if read_committed else None, "preferred_read_replica": -1,
-                "records": records,
+                "last_stable_offset": lso, "log_start_offset": log.log_start_offset,
+                "aborted_transactions": aborted, "preferred_read_replica": -1, "records": records,
             })
         responses.append({"topic": fetch_topic.topic if version < 13 else None,
                           "topic_id": fetch_topic.topic_id if version >= 13 else ZERO_UUID,

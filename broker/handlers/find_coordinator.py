@@ -1,5 +1,6 @@
-"""FindCoordinator: this broker coordinates every group (key type 0), by single key (v0-3) or batched keys
-(v4+). `__consumer_offsets` is created on the first request, as Kafka does."""
+"""FindCoordinator: this broker coordinates every group (key type 0) and transactional id (key type 1), by
+single key (v0-3) or batched keys (v4+). `__consumer_offsets` and `__transaction_state` are created on the
+first request, as Kafka does."""
 
 from __future__ import annotations
 
@@ -17,17 +18,17 @@ TRANSACTION = 1
 
 
 def _coordinator(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | None]:
-    if key_type == GROUP:
-        try:
+    if key_type not in (GROUP, TRANSACTION):
+        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+    try:
+        if key_type == GROUP:
             ctx.state.groups.offsets_topic()
-        except (TopicError, OSError) as exc:
-            log.error("cannot create __consumer_offsets: %s", exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
-        return ErrorCode.NONE, None
-    if key_type == TRANSACTION:
-        # Transactions need the transaction coordinator, which this broker does not run yet.
+        else:
+            ctx.state.txns.state_topic()
+    except (TopicError, OSError) as exc:
+        log.error("cannot create the coordinator's topic: %s", exc)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
-    return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+    return ErrorCode.NONE, None
 
 
 def _entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""InitProducerId for idempotent producers (null transactional id): a fresh producer id from the
-current block, or (v3+, KIP-360) the same id with a bumped epoch for a producer that knows its id."""
+"""InitProducerId. Idempotent producers (null transactional id): a fresh producer id from the current
+block, or (v3+, KIP-360) the same id with a bumped epoch for a producer that knows its id. Transactional
+producers: the transaction coordinator (bumps the epoch, fences the previous producer, aborts its open
+transaction)."""
 
 from __future__ import annotations
 
@@ -23,12 +25,18 @@ def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if req.transactional_id is not None:
-        # Transactional producers need the transaction coordinator, which this broker does not run yet.
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     producer_id, epoch = req.producer_id, req.producer_epoch
     if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         return _answer(ErrorCode.INVALID_REQUEST)
+    if req.transactional_id is not None:
+        expected = (producer_id, epoch) if producer_id != NO_PRODUCER_ID else None
+        result = await ctx.state.txns.init_producer_id(req.transactional_id, req.transaction_timeout_ms, expected)
+        error = result.error
+        if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 4:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED came with v4 (KIP-588)
+        if error != ErrorCode.NONE:
+            return _answer(error)
+        return _answer(error, result.producer_id, result.producer_epoch)
     if producer_id != NO_PRODUCER_ID and 0 <= epoch < EPOCH_EXHAUSTED:
         return _answer(ErrorCode.NONE, producer_id, epoch + 1)
     try:

@@ -21,20 +21,27 @@ def _partition(index: int, value: OffsetValue | None, error: ErrorCode = ErrorCo
             "metadata": value.metadata, "error_code": error}
 
 
-def _topics(ctx: RequestContext, group_id: str, topics: Any) -> list[dict[str, Any]]:
+def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> list[dict[str, Any]]:
+    coordinator = ctx.state.groups.coordinator
     wanted = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
-    found = ctx.state.groups.coordinator.fetch_offsets(group_id, wanted)
-    return [{"name": name, "partitions": [_partition(tp[1], value) for tp, value in entries]}
+    found = coordinator.fetch_offsets(group_id, wanted)
+    # KIP-447: a consumer asking for stable offsets waits (retries) while a transaction's commit is pending.
+    unstable = coordinator.unstable_partitions(group_id) if require_stable else set()
+    return [{"name": name, "partitions": [
+                _partition(tp[1], None, ErrorCode.UNSTABLE_OFFSET_COMMIT) if tp in unstable
+                else _partition(tp[1], value) for tp, value in entries]}
             for name, entries in groupby(found, key=lambda e: e[0][0])]
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     loading = not ctx.state.groups.loaded.is_set()
+    stable = version >= 7 and bool(req.require_stable)
     if version >= 8:
         return {"throttle_time_ms": 0, "groups": [
             {"group_id": g.group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []} if loading
-            else {"group_id": g.group_id, "error_code": ErrorCode.NONE, "topics": _topics(ctx, g.group_id, g.topics)}
+            else {"group_id": g.group_id, "error_code": ErrorCode.NONE,
+                  "topics": _topics(ctx, g.group_id, g.topics, stable)}
             for g in req.groups]}
     if loading:
         if version >= 2:
@@ -43,4 +50,5 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"topics": [{"name": t.name, "partitions": [
             _partition(i, None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) for i in t.partition_indexes]}
             for t in req.topics]}
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "topics": _topics(ctx, req.group_id, req.topics)}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+            "topics": _topics(ctx, req.group_id, req.topics, stable)}

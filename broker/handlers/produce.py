@@ -1,5 +1,10 @@
 """Produce: validate each partition's record batch from its 61-byte header, append it unchanged,
-answer after a grouped fdatasync for acks=all. No record is decoded here."""
+answer after a grouped fdatasync for acks=all. No record is decoded here.
+
+Transactional batches (KIP-98): the producer state rejects a non-transactional batch while the producer
+has an open transaction on the partition (INVALID_TXN_STATE) and opens one with the first transactional
+batch; `verify_transaction` is where the transaction coordinator checks that the partition is part of
+the producer's transaction before that first batch (KIP-890)."""
 
 from __future__ import annotations
 
@@ -13,7 +18,9 @@ from broker.topics import Partition, TopicError
 from coordinator.producer_state import Verdict
 from protocol.header import ErrorCode
 from protocol.records import (
+    ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
+    TRANSACTIONAL_MASK,
     CorruptRecordError,
     InvalidMagicError,
     iter_batches,
@@ -78,7 +85,31 @@ def validate(records: bytes | None, version: int, max_message_bytes: int) -> tup
         return ErrorCode.INVALID_RECORD, (
             f"Inconsistent batch offset range [0, {header.last_offset_delta}] and record count "
             f"{header.records_count}")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        return ErrorCode.INVALID_RECORD, (
+            f"Invalid sequence number {header.base_sequence} in record batch with producerId "
+            f"{header.producer_id}")
     return ErrorCode.NONE, None
+
+
+def has_transactional_records(req: Any) -> bool:
+    """Kafka's ProduceRequest.hasTransactionalRecords, from the first batch's attributes (low byte)."""
+    for topic_data in req.topic_data:
+        for pdata in topic_data.partition_data:
+            records = pdata.records
+            if records and len(records) >= BATCH_HEADER_SIZE and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK:
+                return True
+    return False
+
+
+def verify_transaction(state: Any, transactional_id: str | None, partition: Partition, producer_id: int,
+                       producer_epoch: int) -> ErrorCode:
+    """KIP-890 verification, called before appending a transactional batch when the producer has no open
+    transaction at this epoch on the partition (its first batch there): the transaction coordinator (this
+    broker's, asked synchronously, so nothing can change between the check and the append) must have the
+    partition in the producer's ongoing transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH)."""
+    return state.txns.coordinator.producer_in_transaction(producer_id, producer_epoch,
+                                                          (partition.topic, partition.index))
 
 
 def _response(index: int, error: ErrorCode, message: str | None = None, base_offset: int = -1,
@@ -105,6 +136,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     responses = []
     now = state.now_ms()
     appended = False
+    if has_transactional_records(req) and req.transactional_id is None:
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id (authorized).
+        if acks == 0:
+            return None
+        return {"responses": [{"name": t.name, "partition_responses": [
+                    _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
+                for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
     for topic_data in req.topic_data:
         partitions = []
         for pdata in topic_data.partition_data:
@@ -121,8 +159,16 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
                 continue
             header = parse_batch_header(pdata.records)
-            check = partition.producers.check(header.producer_id, header.producer_epoch, header.base_sequence,
-                                              header.last_offset_delta)
+            producers = partition.producers
+            is_transactional = header.is_transactional
+            if is_transactional and not producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
+                error = verify_transaction(state, req.transactional_id, partition, header.producer_id,
+                                           header.producer_epoch)
+                if error:
+                    partitions.append(_response(pdata.index, error, log_start_offset=log.log_start_offset))
+                    continue
+            check = producers.check(header.producer_id, header.producer_epoch, header.base_sequence,
+                                    header.last_offset_delta, is_transactional)
             if check.verdict is Verdict.REJECT:
                 partitions.append(_response(pdata.index, ErrorCode[check.error], check.message,
                                             log_start_offset=log.log_start_offset))
@@ -149,8 +195,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 continue
             appended = True
             timestamp = result.log_append_time if result.log_append_time != -1 else header.max_timestamp
-            partition.producers.commit(header.producer_id, header.producer_epoch, header.base_sequence,
-                                       header.last_offset_delta, result.base_offset, timestamp)
+            producers.commit(header.producer_id, header.producer_epoch, header.base_sequence,
+                             header.last_offset_delta, result.base_offset, timestamp, is_transactional)
             response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
                                  result.log_append_time, result.log_start_offset)
             if acks == -1:

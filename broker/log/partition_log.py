@@ -240,6 +240,16 @@ class PartitionLog:
             for _pos, head in segment.walk(found[0]):
                 yield BatchHeader(*head)
 
+    def read_batch(self, offset: int) -> bytes:
+        """The whole stored batch holding `offset` (or the first one after it); b"" if none. For the
+        records of a control batch (transaction markers) when replaying producer state, not the hot path."""
+        segments = self._segments
+        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+            found = segments[i].find_batch(offset)
+            if found is not None:
+                return segments[i].read_batch(*found)
+        return b""
+
     # --- durability -------------------------------------------------------------------------------------
 
     def flush(self) -> None:

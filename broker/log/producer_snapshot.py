@@ -3,7 +3,8 @@
 The snapshot records the state as of an offset; on open it is loaded and the batch headers after that
 offset are replayed. A snapshot past the recovered log end (its batches were lost with an unflushed
 tail) or unreadable is ignored and the state is rebuilt from the whole log, so deduplication survives
-both a clean restart and a SIGKILL.
+both a clean restart and a SIGKILL. Replay decodes only control batches (transaction markers): their
+type, commit or abort, is in the record key; open transactions and the aborted index come back with it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ import logging
 import os
 
 from broker.log.partition_log import PartitionLog
-from coordinator.producer_state import ProducerStateManager
+from coordinator.producer_state import MarkerReader, ProducerStateManager
+from protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    BatchHeader,
+    CorruptRecordError,
+    decode_records,
+    parse_control_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +43,33 @@ def load_producer_state(plog: PartitionLog, name: str) -> ProducerStateManager:
                 log.info("%s: producer snapshot at %d is outside the log [%d, %d], rebuilding", name, covered,
                          plog.log_start_offset, plog.log_end_offset)
     if offset < plog.log_end_offset:
-        state.replay(h for h in plog.iter_batch_headers(offset) if h.base_offset >= offset)
+        state.replay((h for h in plog.iter_batch_headers(offset) if h.base_offset >= offset),
+                     marker_reader(plog, name))
     return state
+
+
+def marker_reader(plog: PartitionLog, name: str = "") -> MarkerReader:
+    """Reads (control type, coordinator epoch) of a stored control batch, as Kafka's
+    ProducerAppendInfo.append does with EndTransactionMarker.deserialize; None when it holds no record
+    (cleaned) or is no end-transaction marker."""
+
+    def read(header: BatchHeader) -> tuple[int, int] | None:
+        batch = plog.read_batch(header.base_offset)
+        if not batch:
+            return None
+        try:
+            records = decode_records(batch)
+            if not records:
+                return None
+            kind, coordinator_epoch = parse_control_record(records[0])
+        except CorruptRecordError as exc:
+            log.warning("%s: unreadable control batch at %d: %s", name, header.base_offset, exc)
+            return None
+        if kind not in (CONTROL_ABORT, CONTROL_COMMIT) or coordinator_epoch is None:
+            return None
+        return kind, coordinator_epoch
+
+    return read
 
 
 def save_producer_state(plog: PartitionLog, state: ProducerStateManager) -> None:

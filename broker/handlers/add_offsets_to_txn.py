@@ -1,0 +1,27 @@
+"""AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction, so the offsets a
+TxnOffsetCommit writes there are committed or aborted with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.groups import partition_for
+from broker.topics import OFFSETS_TOPIC, TopicError
+from protocol.header import ErrorCode
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    txns = ctx.state.txns
+    await txns.loaded.wait()
+    try:
+        offsets = ctx.state.groups.offsets_topic()
+    except (TopicError, OSError):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets.partitions)))
+    outcome = txns.coordinator.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                              [partition], ctx.state.now_ms())
+    error = await txns.apply(outcome.transit, outcome.error)
+    if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"throttle_time_ms": 0, "error_code": error}

@@ -1,0 +1,58 @@
+"""AddPartitionsToTxn: v0-3 from producers (one transaction); v4+ batched, from brokers, with verify_only
+(KIP-890: is the partition already in the transaction?)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+def _partitions(ctx: RequestContext, topics: Any) -> tuple[list[tuple[str, int]], dict[tuple[str, int], ErrorCode]]:
+    """The requested partitions, and the errors of those that do not exist (Kafka then attempts none)."""
+    wanted, unknown = [], {}
+    for t in topics:
+        topic = ctx.state.topics.get(t.name)
+        for p in t.partitions:
+            if topic is None or not 0 <= p < len(topic.partitions):
+                unknown[(t.name, p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            wanted.append((t.name, p))
+    return wanted, unknown
+
+
+def _topic_results(wanted: list[tuple[str, int]], errors: dict[tuple[str, int], ErrorCode]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for name, index in wanted:
+        by_topic.setdefault(name, []).append({"partition_index": index, "partition_error_code": errors[(name, index)]})
+    return [{"name": name, "results_by_partition": results} for name, results in by_topic.items()]
+
+
+async def _one(ctx: RequestContext, transactional_id: str | None, producer_id: int, epoch: int, topics: Any,
+               verify_only: bool) -> list[dict[str, Any]]:
+    txns = ctx.state.txns
+    await txns.loaded.wait()
+    wanted, unknown = _partitions(ctx, topics)
+    if unknown:
+        errors = {tp: unknown.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
+        return _topic_results(wanted, errors)
+    if verify_only:
+        errors = {tp: txns.coordinator.verify_partition(transactional_id, producer_id, epoch, tp) for tp in wanted}
+        return _topic_results(wanted, errors)
+    outcome = txns.coordinator.add_partitions(transactional_id, producer_id, epoch, wanted, ctx.state.now_ms())
+    error = await txns.apply(outcome.transit, outcome.error)
+    if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED came with v2 (KIP-588)
+    return _topic_results(wanted, dict.fromkeys(wanted, error))
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if ctx.header.api_version <= 3:
+        results = await _one(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                             req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
+    out = []
+    for t in req.transactions:
+        results = await _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
+        out.append({"transactional_id": t.transactional_id, "topic_results": results})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results_by_transaction": out}

@@ -1,0 +1,30 @@
+"""DescribeTransactions (KIP-664): the coordinator's view of each transactional id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    txns = ctx.state.txns
+    await txns.loaded.wait()
+    states = []
+    for txn_id in req.transactional_ids:
+        txn = txns.coordinator.describe(txn_id)
+        if txn is None:
+            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id,
+                           "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
+                           "producer_id": -1, "producer_epoch": -1, "topics": []})
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in sorted(txn.partitions):
+            by_topic.setdefault(topic, []).append(index)
+        states.append({"error_code": ErrorCode.NONE, "transactional_id": txn_id,
+                       "transaction_state": txn.state.value, "transaction_timeout_ms": txn.timeout_ms,
+                       "transaction_start_time_ms": txn.start_ms, "producer_id": txn.producer_id,
+                       "producer_epoch": txn.producer_epoch,
+                       "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]})
+    return {"throttle_time_ms": 0, "transaction_states": states}

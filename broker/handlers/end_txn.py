@@ -1,0 +1,19 @@
+"""EndTxn: PrepareCommit/PrepareAbort is written, then the answer; the markers follow in the background."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    txns = ctx.state.txns
+    await txns.loaded.wait()
+    outcome = txns.coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                       bool(req.committed), ctx.state.now_ms())
+    error = await txns.apply(outcome.transit, outcome.error)
+    if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"throttle_time_ms": 0, "error_code": error}

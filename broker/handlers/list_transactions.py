@@ -1,0 +1,31 @@
+"""ListTransactions (KIP-664): transactional ids, filtered by state, producer id and (v1) running time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from coordinator.txn import TxnState
+from protocol.header import ErrorCode
+
+_STATE_NAMES = frozenset(s.value for s in TxnState)
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    txns = ctx.state.txns
+    await txns.loaded.wait()
+    states = list(req.state_filters or [])
+    unknown = [s for s in states if s not in _STATE_NAMES]
+    known = [s for s in states if s in _STATE_NAMES]
+    if states and not known:
+        listed = []  # only unknown states asked for: nothing matches
+    else:
+        listed = txns.coordinator.list(known, req.producer_id_filters or [])
+    duration = req.duration_filter if ctx.header.api_version >= 1 else -1
+    if duration is not None and duration >= 0:
+        # KIP-994: transactions running for longer than the filter (only open ones have a start time).
+        now = ctx.state.now_ms()
+        listed = [t for t in listed if t.state is TxnState.ONGOING and now - t.start_ms > duration]
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": unknown,
+            "transaction_states": [{"transactional_id": t.transactional_id, "producer_id": t.producer_id,
+                                    "transaction_state": t.state.value} for t in listed]}

@@ -1,0 +1,55 @@
+"""TxnOffsetCommit: offsets committed inside a producer's transaction, visible once it commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.groups import partition_for
+from broker.topics import OFFSETS_TOPIC, TopicError
+from protocol.group_records import OffsetValue
+from protocol.header import ErrorCode
+
+
+def _answer(req: Any, errors: dict[tuple[str, int], ErrorCode] | ErrorCode) -> dict[str, Any]:
+    def error(name: str, index: int) -> ErrorCode:
+        return errors if isinstance(errors, ErrorCode) else errors[(name, index)]
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": error(t.name, p.partition_index)} for p in t.partitions]}
+        for t in req.topics]}
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    version = ctx.header.api_version
+    groups, txns = ctx.state.groups, ctx.state.txns
+    await groups.loaded.wait()
+    await txns.loaded.wait()
+    if not req.group_id:
+        return _answer(req, ErrorCode.INVALID_GROUP_ID)
+    try:
+        offsets_topic = groups.offsets_topic()
+    except (TopicError, OSError):
+        return _answer(req, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    # The group's partition must be in the transaction (AddOffsetsToTxn first), as Kafka verifies.
+    partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
+    error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, partition)
+    if error != ErrorCode.NONE:
+        if error == ErrorCode.PRODUCER_FENCED and version < 3:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        return _answer(req, error)
+    now = ctx.state.now_ms()
+    offsets = {(t.name, p.partition_index): OffsetValue(
+                   p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
+                   p.committed_metadata or "", now)
+               for t in req.topics for p in t.partitions}
+    known = {tp: v for tp, v in offsets.items() if ctx.state.topics.partition(*tp) is not None}
+    errors = dict.fromkeys(offsets, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if known:
+        errors.update(groups.coordinator.txn_commit_offsets(
+            group_id=req.group_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
+            member_id=req.member_id if version >= 3 else "",
+            group_instance_id=req.group_instance_id if version >= 3 else None,
+            generation_id=req.generation_id if version >= 3 else -1, offsets=known, now_ms=now))
+        await groups.durable(req.group_id)
+    return _answer(req, errors)
