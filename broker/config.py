@@ -122,6 +122,9 @@ OPTIONS: tuple[Option, ...] = (
            "Largest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
     Option("transactional.id.expiration.ms", "transactional_id_expiration_ms", int,
            "A transactional id without an open transaction is forgotten this long after its last update."),
+    Option("transaction.partition.verification.enable", "transaction_partition_verification_enable", bool,
+           "Refuse a transactional batch for a partition not added to the producer's transaction "
+           "(INVALID_TXN_STATE, KIP-890)."),
     Option("transaction.abort.timed.out.transaction.cleanup.interval.ms",
            "transaction_abort_timed_out_interval_ms", int,
            "Upper bound on how late a transaction past its timeout is aborted (minibroker also wakes at "
@@ -171,6 +174,7 @@ class BrokerConfig:
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 604_800_000
     transaction_abort_timed_out_interval_ms: int = 10_000
+    transaction_partition_verification_enable: bool = True
 
     def set_option(self, kafka_name: str, value: str) -> None:
         """Apply one `name=value` override, with Kafka's option name."""

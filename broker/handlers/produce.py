@@ -108,6 +108,8 @@ def verify_transaction(state: Any, transactional_id: str | None, partition: Part
     transaction at this epoch on the partition (its first batch there): the transaction coordinator (this
     broker's, asked synchronously, so nothing can change between the check and the append) must have the
     partition in the producer's ongoing transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH)."""
+    if not state.config.transaction_partition_verification_enable:
+        return ErrorCode.NONE
     return state.txns.coordinator.producer_in_transaction(producer_id, producer_epoch,
                                                           (partition.topic, partition.index))
 

@@ -1,19 +1,23 @@
 """The partition side of transactions against a running broker: transactional batches produced over a
 raw socket (producer id from a real InitProducerId), markers appended in the broker's thread with
-`append_marker` (no coordinator yet), then Fetch/ListOffsets/DescribeProducers over the wire and real
-consumers (kafka-python, confluent-kafka) in both isolation levels; the state survives a restart from
-its snapshot, from an older snapshot plus replay, and from the log alone."""
+`append_marker` (no transaction coordinator involved: the broker runs with Kafka's
+transaction.partition.verification.enable=false, which accepts such batches), then Fetch/ListOffsets/
+DescribeProducers over the wire and real consumers (kafka-python, confluent-kafka) in both isolation
+levels; the state survives a restart from its snapshot, from an older snapshot plus replay, and from the
+log alone."""
 
 from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from broker.log.producer_snapshot import SNAPSHOT_NAME
 from broker.markers import append_marker
+from broker.testing import BrokerThread
 from protocol.records import Record, build_batch, decode_records, iter_batches
 from protocol.schema import message
 from tests.integration.conftest import wait_until
@@ -29,6 +33,12 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 TXN_ID = "txn-read-committed"
 # Data timestamps after the markers' (wall clock): timestamp lookups then land on data, not on markers.
 T0 = int(time.time() * 1000) + 600_000
+
+
+@pytest.fixture
+def minibroker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
+    with BrokerThread(tmp_path_factory.mktemp("minibroker"), transaction_partition_verification_enable=False) as b:
+        yield b
 
 
 # --- wire helpers ---------------------------------------------------------------------------------------
