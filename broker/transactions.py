@@ -227,7 +227,7 @@ class TxnService:
         expired ids."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self._load()
+            self.load()
             for transit in self.coordinator.pending_markers():
                 log.info("transaction %s: completing %s after restart", transit.transactional_id,
                          transit.state.value)
@@ -235,7 +235,7 @@ class TxnService:
             nursery.start_soon(self._run_expiry)
             await self._run_timeouts()
 
-    def _load(self) -> None:
+    def load(self) -> None:
         topic = self.state.topics.get(TRANSACTION_STATE_TOPIC)
         if topic is not None:
             for partition in topic.partitions:

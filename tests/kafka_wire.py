@@ -13,7 +13,8 @@ from protocol.records import Record, build_batch
 from protocol.schema import message, request_spec
 
 _RESPONSES = {0: "ProduceResponse", 22: "InitProducerIdResponse", 1: "FetchResponse", 2: "ListOffsetsResponse",
-              3: "MetadataResponse", 18: "ApiVersionsResponse", 19: "CreateTopicsResponse"}
+              3: "MetadataResponse", 18: "ApiVersionsResponse", 19: "CreateTopicsResponse",
+              24: "AddPartitionsToTxnResponse"}
 
 
 class WireClient:
