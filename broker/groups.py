@@ -15,40 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from broker.internal_topics import internal_topic, partition_for, stored_batches
 from broker.topics import OFFSETS_TOPIC, Partition, Topic
 from coordinator.group import JoinResult, SyncResult
 from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
 from protocol.header import ErrorCode
-from protocol.records import (
-    CONTROL_COMMIT,
-    CorruptRecordError,
-    build_batch,
-    decode_records,
-    iter_batches,
-    parse_control_record,
-)
+from protocol.records import CONTROL_COMMIT, build_batch, parse_control_record
 from protocol.records import Record as LogRecord
 
 if TYPE_CHECKING:
     from broker.state import BrokerState
 
 log = logging.getLogger(__name__)
-
-_READ_CHUNK = 1024 * 1024
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, int32 overflow): Kafka's group partitioning."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    # Kafka's Utils.abs is `n & 0x7fffffff`, not Math.abs.
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % partitions
 
 
 def client_host(peer: str) -> str:
@@ -93,12 +71,8 @@ class GroupService:
 
     # -- the offsets topic (GroupStore) ---------------------------------------------------------------
     def offsets_topic(self) -> Topic:
-        """`__consumer_offsets`, created on first use (Kafka creates it on the first FindCoordinator)."""
-        topics = self.state.topics
-        topic = topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            topic = topics.create(OFFSETS_TOPIC, now_ms=self.state.now_ms())
-        return topic
+        """`__consumer_offsets`, created on first use."""
+        return internal_topic(self.state, OFFSETS_TOPIC)
 
     def partition_of(self, group_id: str) -> Partition:
         topic = self.offsets_topic()
@@ -207,27 +181,14 @@ def _replay(partition: Partition, pending: dict[int, list[Record]]) -> Iterator[
     """The (key, value) records of a partition of `__consumer_offsets`, in log order. A transaction's
     records come out when its COMMIT marker is reached, and never if it aborted; those of transactions
     still open at the end are left in `pending` (by producer id)."""
-    plog = partition.log
-    offset = plog.log_start_offset
-    while offset < plog.log_end_offset:
-        data = plog.read(offset, _READ_CHUNK)
-        if not data:
-            break
-        for header, start, end in iter_batches(data):
-            offset = header.base_offset + header.last_offset_delta + 1
-            try:
-                records = decode_records(memoryview(data)[start:end])
-            except CorruptRecordError as exc:
-                log.error("%s-%d: skipping a corrupt batch at %d: %s", partition.topic, partition.index,
-                          header.base_offset, exc)
-                continue
-            if header.is_control:
-                done = pending.pop(header.producer_id, [])
-                if records and parse_control_record(records[0])[0] == CONTROL_COMMIT:
-                    yield from done
-                continue
-            keyed = [(r.key, r.value) for r in records if r.key is not None]
-            if header.is_transactional:
-                pending.setdefault(header.producer_id, []).extend(keyed)
-            else:
-                yield from keyed
+    for header, records in stored_batches(partition):
+        if header.is_control:
+            done = pending.pop(header.producer_id, [])
+            if records and parse_control_record(records[0])[0] == CONTROL_COMMIT:
+                yield from done
+            continue
+        keyed = [(r.key, r.value) for r in records if r.key is not None]
+        if header.is_transactional:
+            pending.setdefault(header.producer_id, []).extend(keyed)
+        else:
+            yield from keyed

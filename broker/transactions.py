@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.groups import partition_for
+from broker.internal_topics import internal_topic, partition_for, stored_batches
 from broker.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError
 from coordinator.txn import (
     InitResult,
@@ -27,8 +27,8 @@ from coordinator.txn import (
     TxnTransit,
 )
 from protocol.header import ErrorCode
-from protocol.records import CorruptRecordError, build_batch, decode_records, iter_batches
 from protocol.records import Record as LogRecord
+from protocol.records import build_batch
 from protocol.txn_records import (
     TxnKey,
     TxnRecordError,
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_READ_CHUNK = 1 << 20
 COORDINATOR_EPOCH = 0  # the leader epoch of our `__transaction_state` partitions: always 0 on one broker
 _MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)
 _END_TXN_WAIT_S = 5.0  # longest EndTxn waits for the markers (then answers; they go on in the background)
@@ -94,12 +93,8 @@ class TxnService:
 
     # -- the state topic -----------------------------------------------------------------------------
     def state_topic(self) -> Topic:
-        """`__transaction_state`, created on first use (Kafka creates it on the first FindCoordinator)."""
-        topics = self.state.topics
-        topic = topics.get(TRANSACTION_STATE_TOPIC)
-        if topic is None:
-            topic = topics.create(TRANSACTION_STATE_TOPIC, now_ms=self.state.now_ms())
-        return topic
+        """`__transaction_state`, created on first use."""
+        return internal_topic(self.state, TRANSACTION_STATE_TOPIC)
 
     def partition_of(self, transactional_id: str) -> Partition:
         topic = self.state_topic()
@@ -273,27 +268,15 @@ class TxnService:
 
 
 def _replay(partition: Partition) -> Iterator[tuple[str, TxnValue | None]]:
-    plog = partition.log
-    offset = plog.log_start_offset
-    while offset < plog.log_end_offset:
-        data = plog.read(offset, _READ_CHUNK)
-        if not data:
-            break
-        for header, start, end in iter_batches(data):
-            offset = header.base_offset + header.last_offset_delta + 1
-            if header.is_control:
+    """(transactional id, value or None for a tombstone) of each record, in log order."""
+    for header, records in stored_batches(partition):
+        if header.is_control:
+            continue
+        for record in records:
+            if record.key is None:
                 continue
             try:
-                records = decode_records(memoryview(data)[start:end])
-            except CorruptRecordError as exc:
-                log.error("%s-%d: skipping a corrupt batch at %d: %s", partition.topic, partition.index,
-                          header.base_offset, exc)
-                continue
-            for record in records:
-                if record.key is None:
-                    continue
-                try:
-                    key = decode_txn_key(record.key)
-                    yield key.transactional_id, None if record.value is None else decode_txn_value(record.value)
-                except (TxnRecordError, ValueError) as exc:
-                    log.warning("skipping a %s record: %s", TRANSACTION_STATE_TOPIC, exc)
+                key = decode_txn_key(record.key)
+                yield key.transactional_id, None if record.value is None else decode_txn_value(record.value)
+            except (TxnRecordError, ValueError) as exc:
+                log.warning("skipping a %s record: %s", TRANSACTION_STATE_TOPIC, exc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import RequestContext
-from broker.groups import partition_for
+from broker.internal_topics import partition_for
 from broker.topics import OFFSETS_TOPIC, TopicError
 from protocol.header import ErrorCode
 

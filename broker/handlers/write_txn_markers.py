@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from broker.dispatch import RequestContext
-from broker.groups import partition_for
+from broker.internal_topics import partition_for
 from broker.markers import append_marker
 from broker.topics import OFFSETS_TOPIC
 from protocol.header import ErrorCode
