@@ -149,3 +149,35 @@ def test_concurrent_producers_on_a_real_log(tmp_path: Path):
     assert flusher.flushes < len(acked)
     assert log.flushed_offset == log.log_end_offset == 100
     assert log.segment_count > 1
+
+
+def test_fast_fdatasyncs_run_inline_and_a_slow_one_sends_them_back_to_a_thread():
+    class TimedLog:
+        def __init__(self) -> None:
+            self.log_end_offset = 0
+            self.flushed_offset = 0
+            self.closed = False
+            self.delay = 0.0
+            self.threads: list[bool] = []  # per flush: did it run in the event loop's thread?
+
+        def flush(self) -> None:
+            self.threads.append(threading.current_thread() is threading.main_thread())
+            if self.delay:
+                threading.Event().wait(self.delay)
+            self.flushed_offset = self.log_end_offset
+
+    async def main() -> None:
+        log = TimedLog()
+        flusher = GroupFlusher("grouped", inline_below_s=0.01)
+        for offset in range(3):
+            log.log_end_offset = offset + 1
+            await flusher.wait_durable(log, offset)
+        assert log.threads == [False, True, True]  # the first is measured in a thread, then inline
+        log.delay = 0.2  # a slow disk: the average passes the bound...
+        log.log_end_offset = 4
+        await flusher.wait_durable(log, 3)
+        log.log_end_offset = 5
+        await flusher.wait_durable(log, 4)
+        assert log.threads[-1] is False  # ...and the next fdatasync goes to a worker thread again
+
+    trio.run(main)
