@@ -47,12 +47,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-Buffer = bytes | bytearray | memoryview
+from protocol.coordinator_records import INT16, INT32, INT64, Buffer, Reader, Writer
+
 Partitions = tuple[tuple[str, tuple[int, ...]], ...]
 
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
 _VALUE_HEAD = struct.Struct(">hqhib")  # version, producerId, producerEpoch, transactionTimeoutMs, status
 _VALUE_TAIL = struct.Struct(">qq")  # transactionLastUpdateTimestampMs, transactionStartTimestampMs
 
@@ -64,8 +62,6 @@ NO_PRODUCER_ID = -1
 _TAG_PREVIOUS_PRODUCER_ID = 0
 _TAG_NEXT_PRODUCER_ID = 1
 _TAG_CLIENT_TRANSACTION_VERSION = 2
-
-_MAX_STRING_BYTES = 0x7FFF  # Kafka rejects longer strings on both read and write, even in compact form
 
 
 class TxnRecordError(ValueError):
@@ -133,52 +129,14 @@ class TxnValue:
 # --- encoding -------------------------------------------------------------------------------------------------
 
 
-def _pack(st: struct.Struct, *values: int) -> bytes:
-    try:
-        return st.pack(*values)
-    except struct.error as exc:
-        raise TxnRecordError(f"integer out of range: {values}: {exc}") from None
-
-
-def _uvarint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _string(out: bytearray, value: str, name: str, flexible: bool) -> None:
-    """Non-nullable string: int16 length (classic) or varint length + 1 (compact)."""
-    if value is None:
-        raise TxnRecordError(f"non-nullable field {name} is None")
-    try:
-        data = value.encode("utf-8")
-    except (UnicodeEncodeError, AttributeError) as exc:
-        raise TxnRecordError(f"field {name} is not encodable as UTF-8: {exc}") from None
-    if len(data) > _MAX_STRING_BYTES:
-        raise TxnRecordError(f"field {name} is too long to be serialized ({len(data)} bytes)")
-    if flexible:
-        _uvarint(out, len(data) + 1)
-    else:
-        out += _INT16.pack(len(data))
-    out += data
-
-
-def _array_length(out: bytearray, count: int | None, flexible: bool) -> None:
-    """Array element count; None writes a null array."""
-    if flexible:
-        _uvarint(out, 0 if count is None else count + 1)
-    else:
-        out += _pack(_INT32, -1 if count is None else count)
-
-
 def encode_txn_key(key: TxnKey) -> bytes:
     """TransactionLogKey version 0, the only version there is."""
     if not isinstance(key, TxnKey):
         raise TypeError(f"not a transaction log key: {key!r}")
-    out = bytearray(_INT16.pack(KEY_VERSION))
-    _string(out, key.transactional_id, "transactionalId", flexible=False)
-    return bytes(out)
+    out = Writer(TxnRecordError)
+    out.fixed(INT16, KEY_VERSION)
+    out.string(key.transactional_id, "transactionalId")
+    return out.getvalue()
 
 
 def encode_txn_value(value: TxnValue, version: int | None = None) -> bytes:
@@ -201,145 +159,37 @@ def encode_txn_value(value: TxnValue, version: int | None = None) -> bytes:
         status = TxnStatusCode(value.status)
     except ValueError:
         raise TxnRecordError(f"unknown transaction status {value.status!r}") from None
-    flexible = version == VALUE_VERSION_FLEXIBLE
 
-    out = bytearray(_pack(_VALUE_HEAD, version, value.producer_id, value.producer_epoch, value.timeout_ms, status))
+    out = Writer(TxnRecordError, flexible=version == VALUE_VERSION_FLEXIBLE)
+    out.fixed(_VALUE_HEAD, version, value.producer_id, value.producer_epoch, value.timeout_ms, status)
     partitions = value.partitions
-    _array_length(out, None if partitions is None else len(partitions), flexible)
+    out.array_length(None if partitions is None else len(partitions))
     for topic, partition_ids in partitions or ():
-        _string(out, topic, "topic", flexible)
-        _array_length(out, len(partition_ids), flexible)
+        out.string(topic, "topic")
+        out.array_length(len(partition_ids))
         for partition_id in partition_ids:
-            out += _pack(_INT32, partition_id)
-        if flexible:
-            out.append(0)  # PartitionsSchema's tagged fields: none
-    out += _pack(_VALUE_TAIL, value.last_update_ms, value.start_ms)
-    if flexible:
-        tags: list[tuple[int, bytes]] = []
-        if value.previous_producer_id != NO_PRODUCER_ID:
-            tags.append((_TAG_PREVIOUS_PRODUCER_ID, _pack(_INT64, value.previous_producer_id)))
-        if value.next_producer_id != NO_PRODUCER_ID:
-            tags.append((_TAG_NEXT_PRODUCER_ID, _pack(_INT64, value.next_producer_id)))
-        if value.client_transaction_version != 0:
-            tags.append((_TAG_CLIENT_TRANSACTION_VERSION, _pack(_INT16, value.client_transaction_version)))
-        _uvarint(out, len(tags))
-        for tag, payload in tags:
-            _uvarint(out, tag)
-            _uvarint(out, len(payload))
-            out += payload
-    return bytes(out)
+            out.fixed(INT32, partition_id)
+        out.tagged_fields(())  # PartitionsSchema's: none defined
+    out.fixed(_VALUE_TAIL, value.last_update_ms, value.start_ms)
+    # Only fields that differ from their default, in ascending tag order; version 0 has none (checked above).
+    tags: list[tuple[int, bytes]] = []
+    if value.previous_producer_id != NO_PRODUCER_ID:
+        tags.append((_TAG_PREVIOUS_PRODUCER_ID, out.pack(INT64, value.previous_producer_id)))
+    if value.next_producer_id != NO_PRODUCER_ID:
+        tags.append((_TAG_NEXT_PRODUCER_ID, out.pack(INT64, value.next_producer_id)))
+    if value.client_transaction_version != 0:
+        tags.append((_TAG_CLIENT_TRANSACTION_VERSION, out.pack(INT16, value.client_transaction_version)))
+    out.tagged_fields(tags)
+    return out.getvalue()
 
 
 # --- decoding -------------------------------------------------------------------------------------------------
 
 
-class _Reader:
-    """Cursor over one key or value; every read checks bounds so garbage raises TxnRecordError only."""
-
-    __slots__ = ("_data", "_pos", "flexible")
-
-    def __init__(self, data: Buffer) -> None:
-        self._data = memoryview(data).cast("B")
-        self._pos = 0
-        self.flexible = False
-
-    @property
-    def remaining(self) -> int:
-        return len(self._data) - self._pos
-
-    def take(self, n: int, what: str) -> memoryview:
-        if n > self.remaining:
-            raise TxnRecordError(f"truncated: {what} needs {n} bytes, {self.remaining} left")
-        view = self._data[self._pos : self._pos + n]
-        self._pos += n
-        return view
-
-    def fixed(self, st: struct.Struct, what: str) -> tuple[int, ...]:
-        if st.size > self.remaining:
-            raise TxnRecordError(f"truncated: {what} needs {st.size} bytes, {self.remaining} left")
-        values = st.unpack_from(self._data, self._pos)
-        self._pos += st.size
-        return values
-
-    def uvarint(self, what: str) -> int:
-        """Unsigned LEB128 of at most 5 bytes holding a uint32, as Kafka's ByteUtils.readUnsignedVarint."""
-        value = 0
-        for shift in range(0, 35, 7):
-            if self._pos >= len(self._data):
-                raise TxnRecordError(f"truncated: varint {what}")
-            byte = self._data[self._pos]
-            self._pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                if value > 0xFFFFFFFF:
-                    raise TxnRecordError(f"varint {what} exceeds 32 bits")
-                return value
-        raise TxnRecordError(f"varint {what} is longer than 5 bytes")
-
-    def int_varint(self, what: str) -> int:
-        """A varint Kafka reads into a Java int: past 2^31 - 1 it would be negative, i.e. nonsense."""
-        value = self.uvarint(what)
-        if value > 0x7FFFFFFF:
-            raise TxnRecordError(f"{what} has invalid value {value}")
-        return value
-
-    def _length(self, classic: struct.Struct, what: str) -> int:
-        """Length prefix; negative means null. Compact lengths are stored + 1, so 0 is null."""
-        if self.flexible:
-            return self.int_varint(what) - 1
-        return self.fixed(classic, what)[0]
-
-    def string(self, what: str) -> str:
-        length = self._length(_INT16, what)
-        if length < 0:
-            raise TxnRecordError(f"non-nullable field {what} was serialized as null")
-        if length > _MAX_STRING_BYTES:
-            raise TxnRecordError(f"string field {what} had invalid length {length}")
-        raw = self.take(length, what)
-        try:
-            # Java would substitute U+FFFD for bad UTF-8; a Java-written record never has any, so garbage it is.
-            return str(raw, "utf-8")
-        except UnicodeDecodeError as exc:
-            raise TxnRecordError(f"field {what} is not valid UTF-8: {exc}") from None
-
-    def nullable_array_count(self, what: str) -> int | None:
-        count = self._length(_INT32, what)
-        if count < 0:
-            return None
-        # Kafka's check: every element takes at least one byte, so a bigger count cannot be honest.
-        if count > self.remaining:
-            raise TxnRecordError(f"{what} claims {count} elements, only {self.remaining} bytes left")
-        return count
-
-    def array_count(self, what: str) -> int:
-        count = self.nullable_array_count(what)
-        if count is None:
-            raise TxnRecordError(f"non-nullable field {what} was serialized as null")
-        return count
-
-    def int32s(self, count: int, what: str) -> tuple[int, ...]:
-        if 4 * count > self.remaining:
-            raise TxnRecordError(f"truncated: {what} needs {4 * count} bytes, {self.remaining} left")
-        values = struct.unpack_from(f">{count}i", self._data, self._pos)
-        self._pos += 4 * count
-        return values
-
-    def tagged_fields(self, what: str) -> dict[int, memoryview]:
-        """A flexible struct's tagged-field section as {tag: payload}; the caller picks the tags it knows."""
-        if not self.flexible:
-            return {}
-        fields: dict[int, memoryview] = {}
-        for _ in range(self.int_varint(f"{what} tagged field count")):
-            tag = self.int_varint(f"{what} tag")
-            size = self.int_varint(f"{what} tagged field size")
-            fields[tag] = self.take(size, f"{what} tagged field {tag}")
-        return fields
-
-
 def decode_txn_key(data: Buffer) -> TxnKey:
     """TransactionLogKey version 0; any other version raises TxnRecordError naming it."""
-    reader = _Reader(data)
-    version = reader.fixed(_INT16, "key version")[0]
+    reader = Reader(data, TxnRecordError)
+    version = reader.int16("key version")
     if version != KEY_VERSION:
         raise TxnRecordError(f"unknown TransactionLogKey version {version}")
     return TxnKey(reader.string("transactionalId"))
@@ -356,7 +206,7 @@ def _tagged_int(fields: dict[int, memoryview], tag: int, st: struct.Struct, name
 
 def decode_txn_value(data: Buffer) -> TxnValue:
     """TransactionLogValue versions 0 and 1; tagged fields absent (always so in version 0) get their defaults."""
-    reader = _Reader(data)
+    reader = Reader(data, TxnRecordError)
     version, producer_id, producer_epoch, timeout_ms, status = reader.fixed(_VALUE_HEAD, "TransactionLogValue")
     if version not in (VALUE_VERSION, VALUE_VERSION_FLEXIBLE):
         raise TxnRecordError(f"unknown TransactionLogValue version {version}")
@@ -381,8 +231,8 @@ def decode_txn_value(data: Buffer) -> TxnValue:
     tags = reader.tagged_fields("TransactionLogValue")
     return TxnValue(
         producer_id=producer_id,
-        previous_producer_id=_tagged_int(tags, _TAG_PREVIOUS_PRODUCER_ID, _INT64, "previousProducerId", NO_PRODUCER_ID),
-        next_producer_id=_tagged_int(tags, _TAG_NEXT_PRODUCER_ID, _INT64, "nextProducerId", NO_PRODUCER_ID),
+        previous_producer_id=_tagged_int(tags, _TAG_PREVIOUS_PRODUCER_ID, INT64, "previousProducerId", NO_PRODUCER_ID),
+        next_producer_id=_tagged_int(tags, _TAG_NEXT_PRODUCER_ID, INT64, "nextProducerId", NO_PRODUCER_ID),
         producer_epoch=producer_epoch,
         timeout_ms=timeout_ms,
         status=status_code,
@@ -390,6 +240,6 @@ def decode_txn_value(data: Buffer) -> TxnValue:
         last_update_ms=last_update_ms,
         start_ms=start_ms,
         client_transaction_version=_tagged_int(
-            tags, _TAG_CLIENT_TRANSACTION_VERSION, _INT16, "clientTransactionVersion", 0
+            tags, _TAG_CLIENT_TRANSACTION_VERSION, INT16, "clientTransactionVersion", 0
         ),
     )
