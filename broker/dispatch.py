@@ -8,6 +8,7 @@ connection's task.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ class Api:
     key: ApiKey
     min_version: int
     max_version: int
-    handler: Callable[..., Any]
+    module: str  # broker.handlers.<module>.handle answers; imported on the API's first request (startup time)
     request_name: str
     response_name: str
     # Versions below min_version advertised anyway (Produce: KAFKA-18659) and answered by `reject_old`.
@@ -38,6 +39,11 @@ class Api:
     decode: Callable[[int, bytes, int], Any] | None = None
     encode: Callable[[int, Mapping[str, Any]], bytes] | None = None
     reject_old: Callable[[int, bytes, int], bytes] | None = None
+
+    @cached_property
+    def handler(self) -> Callable[..., Any]:
+        handler: Callable[..., Any] = importlib.import_module(f"broker.handlers.{self.module}").handle
+        return handler
 
     @cached_property
     def is_async(self) -> bool:
@@ -72,79 +78,50 @@ class Api:
 
 
 def _build_table() -> dict[int, Api]:
-    from broker.handlers import (
-        add_offsets_to_txn,
-        add_partitions_to_txn,
-        api_versions,
-        create_topics,
-        delete_groups,
-        delete_topics,
-        describe_groups,
-        describe_producers,
-        describe_transactions,
-        end_txn,
-        fetch,
-        find_coordinator,
-        heartbeat,
-        init_producer_id,
-        join_group,
-        leave_group,
-        list_groups,
-        list_offsets,
-        list_transactions,
-        metadata,
-        offset_commit,
-        offset_delete,
-        offset_fetch,
-        produce,
-        sync_group,
-        txn_offset_commit,
-        write_txn_markers,
-    )
     from protocol.messages import fetch as fetch_codec
     from protocol.messages import produce as produce_codec
 
     apis = [
-        Api(ApiKey.PRODUCE, 3, 11, produce.handle, "ProduceRequest", "ProduceResponse", advertised_min=0,
+        Api(ApiKey.PRODUCE, 3, 11, "produce", "ProduceRequest", "ProduceResponse", advertised_min=0,
             decode=produce_codec.decode_request, encode=produce_codec.encode_response,
             reject_old=produce_codec.unsupported_version_response),
-        Api(ApiKey.FETCH, 4, 16, fetch.handle, "FetchRequest", "FetchResponse",
+        Api(ApiKey.FETCH, 4, 16, "fetch", "FetchRequest", "FetchResponse",
             decode=fetch_codec.decode_request, encode=fetch_codec.encode_response),
-        Api(ApiKey.LIST_OFFSETS, 1, 9, list_offsets.handle, "ListOffsetsRequest", "ListOffsetsResponse"),
-        Api(ApiKey.METADATA, 0, 13, metadata.handle, "MetadataRequest", "MetadataResponse"),
-        Api(ApiKey.API_VERSIONS, 0, 4, api_versions.handle, "ApiVersionsRequest", "ApiVersionsResponse"),
-        Api(ApiKey.CREATE_TOPICS, 2, 7, create_topics.handle, "CreateTopicsRequest", "CreateTopicsResponse"),
-        Api(ApiKey.DELETE_TOPICS, 1, 6, delete_topics.handle, "DeleteTopicsRequest", "DeleteTopicsResponse"),
-        Api(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id.handle, "InitProducerIdRequest",
+        Api(ApiKey.LIST_OFFSETS, 1, 9, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.CREATE_TOPICS, 2, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
+        Api(ApiKey.DELETE_TOPICS, 1, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
+        Api(ApiKey.INIT_PRODUCER_ID, 0, 5, "init_producer_id", "InitProducerIdRequest",
             "InitProducerIdResponse"),
         # Consumer groups: Kafka 4.0's ranges (KIP-896 floors: OffsetCommit 2, OffsetFetch 1).
-        Api(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator.handle, "FindCoordinatorRequest",
+        Api(ApiKey.FIND_COORDINATOR, 0, 6, "find_coordinator", "FindCoordinatorRequest",
             "FindCoordinatorResponse"),
-        Api(ApiKey.JOIN_GROUP, 0, 9, join_group.handle, "JoinGroupRequest", "JoinGroupResponse"),
-        Api(ApiKey.SYNC_GROUP, 0, 5, sync_group.handle, "SyncGroupRequest", "SyncGroupResponse"),
-        Api(ApiKey.HEARTBEAT, 0, 4, heartbeat.handle, "HeartbeatRequest", "HeartbeatResponse"),
-        Api(ApiKey.LEAVE_GROUP, 0, 5, leave_group.handle, "LeaveGroupRequest", "LeaveGroupResponse"),
-        Api(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit.handle, "OffsetCommitRequest", "OffsetCommitResponse"),
-        Api(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch.handle, "OffsetFetchRequest", "OffsetFetchResponse"),
-        Api(ApiKey.LIST_GROUPS, 0, 5, list_groups.handle, "ListGroupsRequest", "ListGroupsResponse"),
-        Api(ApiKey.DESCRIBE_GROUPS, 0, 5, describe_groups.handle, "DescribeGroupsRequest",
+        Api(ApiKey.JOIN_GROUP, 0, 9, "join_group", "JoinGroupRequest", "JoinGroupResponse"),
+        Api(ApiKey.SYNC_GROUP, 0, 5, "sync_group", "SyncGroupRequest", "SyncGroupResponse"),
+        Api(ApiKey.HEARTBEAT, 0, 4, "heartbeat", "HeartbeatRequest", "HeartbeatResponse"),
+        Api(ApiKey.LEAVE_GROUP, 0, 5, "leave_group", "LeaveGroupRequest", "LeaveGroupResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 2, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 1, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.LIST_GROUPS, 0, 5, "list_groups", "ListGroupsRequest", "ListGroupsResponse"),
+        Api(ApiKey.DESCRIBE_GROUPS, 0, 5, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
-        Api(ApiKey.DELETE_GROUPS, 0, 2, delete_groups.handle, "DeleteGroupsRequest", "DeleteGroupsResponse"),
-        Api(ApiKey.OFFSET_DELETE, 0, 0, offset_delete.handle, "OffsetDeleteRequest", "OffsetDeleteResponse"),
-        Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, describe_producers.handle, "DescribeProducersRequest",
+        Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        Api(ApiKey.OFFSET_DELETE, 0, 0, "offset_delete", "OffsetDeleteRequest", "OffsetDeleteResponse"),
+        Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, "describe_producers", "DescribeProducersRequest",
             "DescribeProducersResponse"),
-        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, add_partitions_to_txn.handle, "AddPartitionsToTxnRequest",
+        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, "add_partitions_to_txn", "AddPartitionsToTxnRequest",
             "AddPartitionsToTxnResponse"),
-        Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, add_offsets_to_txn.handle, "AddOffsetsToTxnRequest",
+        Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, "add_offsets_to_txn", "AddOffsetsToTxnRequest",
             "AddOffsetsToTxnResponse"),
-        Api(ApiKey.END_TXN, 0, 4, end_txn.handle, "EndTxnRequest", "EndTxnResponse"),
-        Api(ApiKey.WRITE_TXN_MARKERS, 1, 2, write_txn_markers.handle, "WriteTxnMarkersRequest",
+        Api(ApiKey.END_TXN, 0, 4, "end_txn", "EndTxnRequest", "EndTxnResponse"),
+        Api(ApiKey.WRITE_TXN_MARKERS, 1, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
-        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, txn_offset_commit.handle, "TxnOffsetCommitRequest",
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
             "TxnOffsetCommitResponse"),
-        Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions.handle, "DescribeTransactionsRequest",
+        Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "describe_transactions", "DescribeTransactionsRequest",
             "DescribeTransactionsResponse"),
-        Api(ApiKey.LIST_TRANSACTIONS, 0, 1, list_transactions.handle, "ListTransactionsRequest",
+        Api(ApiKey.LIST_TRANSACTIONS, 0, 1, "list_transactions", "ListTransactionsRequest",
             "ListTransactionsResponse"),
     ]
     return {int(api.key): api for api in apis}

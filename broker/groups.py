@@ -29,12 +29,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def client_host(peer: str) -> str:
-    """A member's host as Kafka reports it (InetAddress.toString): "/127.0.0.1"."""
-    host = peer.rpartition(":")[0] if ":" in peer else peer
-    return "/" + host
-
-
 class _Reply:
     """One delayed answer: set by a coordinator callback, awaited by the request's handler."""
 

@@ -235,6 +235,9 @@ class Connection:
                     return
 
 
+COORDINATOR_START_DELAY_S = 0.5
+
+
 class Server:
     """Runs the broker until `shutdown()`; `listen_addresses` are the bound (host, port) pairs."""
 
@@ -255,11 +258,11 @@ class Server:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.state.run_retention)
                 nursery.start_soon(self.state.run_producer_expiration)
-                nursery.start_soon(self.state.groups.run)
-                nursery.start_soon(self.state.txns.run)
+                self.state.services = nursery
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
                     task_status.started(self)
+                    nursery.start_soon(self._start_coordinators)
                     await self._shutdown.wait()
                     log.info("shutting down: no new connections, finishing in-flight requests")
                     for scope in accept_scopes:
@@ -274,6 +277,13 @@ class Server:
                 await trio.to_thread.run_sync(self.state.close)
             self.stopped.set()
             log.info("broker stopped")
+
+    async def _start_coordinators(self) -> None:
+        """The group and transaction coordinators start with the first request that needs them, or here,
+        shortly after the listeners (a transaction left in Prepare* by a crash is completed then)."""
+        await trio.sleep(COORDINATOR_START_DELAY_S)
+        assert self.state is not None
+        _ = self.state.groups, self.state.txns  # first use starts them
 
     async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
         scopes = []

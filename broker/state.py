@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import os
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from broker.config import BrokerConfig
-from broker.groups import GroupService
 from broker.log.flusher import GroupFlusher
 from broker.log.producer_snapshot import save_producer_state
 from broker.topics import TopicManager
-from broker.transactions import TxnService
 from zk.producer_ids import ProducerIdManager
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
+
+if TYPE_CHECKING:
+    from broker.groups import GroupService
+    from broker.transactions import TxnService
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +54,28 @@ class BrokerState:
         self.block_store = _block_store(config, data_dir)
         self.producer_ids = ProducerIdManager(self.block_store, config.broker_id,
                                               claim_timeout=config.zookeeper_session_timeout_ms / 1000)
-        self.groups = GroupService(self)
-        self.txns = TxnService(self)
+
+    # The coordinators are built, and started in the services nursery, on first use (or by the server a
+    # moment after start): loading their modules does not delay the first answers (startup time).
+    services: trio.Nursery | None = None
+
+    @functools.cached_property
+    def groups(self) -> GroupService:
+        from broker.groups import GroupService
+
+        service = GroupService(self)
+        if self.services is not None:
+            self.services.start_soon(service.run)
+        return service
+
+    @functools.cached_property
+    def txns(self) -> TxnService:
+        from broker.transactions import TxnService
+
+        service = TxnService(self)
+        if self.services is not None:
+            self.services.start_soon(service.run)
+        return service
 
     @staticmethod
     def now_ms() -> int:

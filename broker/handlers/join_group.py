@@ -6,8 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import RequestContext
-from broker.groups import client_host
 
+
+def client_host(peer: str) -> str:
+    """A member's host as Kafka reports it (InetAddress.toString): "/127.0.0.1"."""
+    host = peer.rpartition(":")[0] if ":" in peer else peer
+    return "/" + host
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version

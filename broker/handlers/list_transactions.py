@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import RequestContext
-from coordinator.txn import TxnState
 from protocol.header import ErrorCode
 
-_STATE_NAMES = frozenset(s.value for s in TxnState)
+# Kafka's TransactionState names (coordinator/txn.py's TxnState values).
+_STATE_NAMES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+                          "Dead", "PrepareEpochFence"})
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -25,7 +26,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if duration is not None and duration >= 0:
         # KIP-994: transactions running for longer than the filter (only open ones have a start time).
         now = ctx.state.now_ms()
-        listed = [t for t in listed if t.state is TxnState.ONGOING and now - t.start_ms > duration]
+        listed = [t for t in listed if t.state.value == "Ongoing" and now - t.start_ms > duration]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": unknown,
             "transaction_states": [{"transactional_id": t.transactional_id, "producer_id": t.producer_id,
                                     "transaction_state": t.state.value} for t in listed]}
