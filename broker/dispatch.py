@@ -92,6 +92,8 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
         Api(ApiKey.CREATE_TOPICS, 2, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
         Api(ApiKey.DELETE_TOPICS, 1, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
+        Api(ApiKey.CREATE_PARTITIONS, 0, 3, "create_partitions", "CreatePartitionsRequest",
+            "CreatePartitionsResponse"),
         Api(ApiKey.INIT_PRODUCER_ID, 0, 5, "init_producer_id", "InitProducerIdRequest",
             "InitProducerIdResponse"),
         # Consumer groups: Kafka 4.0's ranges (KIP-896 floors: OffsetCommit 2, OffsetFetch 1).

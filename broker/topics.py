@@ -181,6 +181,38 @@ class TopicManager:
         log.info("deleted topic %s", name)
         return topic
 
+    def check_add_partitions(self, name: str, count: int) -> Topic:
+        """Kafka's CreatePartitions validation (ReplicationControlManager.createPartitions)."""
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        if topic.is_internal:
+            # The coordinators map keys to these partitions by their count.
+            raise TopicError("INVALID_REQUEST", f"The number of partitions of the internal topic {name} "
+                                                "cannot be changed.")
+        current = len(topic.partitions)
+        if count < current:
+            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {current} partition(s); "
+                                                   f"{count} would not be an increase.")
+        if count == current:
+            raise TopicError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
+        return topic
+
+    def add_partitions(self, name: str, count: int, *, now_ms: int) -> Topic:
+        """Grow the topic to `count` partitions: the new logs first, then the metadata that names them (a
+        crash in between leaves empty partition directories that the next growth reuses)."""
+        topic = self.check_add_partitions(name, count)
+        new = [self._open_partition(topic, i, now_ms) for i in range(len(topic.partitions), count)]
+        try:
+            self._write_meta(topic, count)
+        except OSError:
+            for p in new:
+                p.log.close()
+            raise
+        topic.partitions = [*topic.partitions, *new]
+        log.info("topic %s now has %d partition(s)", name, count)
+        return topic
+
     def effective_configs(self, topic: Topic) -> dict[str, str]:
         return effective_configs(topic.configs, self.config)
 
