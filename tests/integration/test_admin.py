@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
-from kafka import KafkaAdminClient
-from kafka.errors import InvalidPartitionsError, InvalidReplicationAssignmentError, UnknownTopicOrPartitionError
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationAssignmentError,
+    OffsetOutOfRangeError,
+    PolicyViolationError,
+    UnknownTopicOrPartitionError,
+)
 
 from .group_helpers import create_topic
 
@@ -65,3 +72,37 @@ def test_create_partitions_confluent(minibroker, topic_name):
     with pytest.raises(KafkaException) as failure:
         admin.create_partitions([NewPartitions("__consumer_offsets", 60)])["__consumer_offsets"].result(10)
     assert failure.value.args[0].name() == "INVALID_REQUEST"
+
+
+def test_delete_records(minibroker, topic_name):
+    create_topic(minibroker, topic_name, 1)
+    producer = Producer({"bootstrap.servers": minibroker})
+    for i in range(10):
+        producer.produce(topic_name, f"r{i}".encode(), partition=0)
+    producer.flush(10)
+    tp = TopicPartition(topic_name, 0)
+    kp = KafkaAdminClient(bootstrap_servers=minibroker)
+    consumer = KafkaConsumer(bootstrap_servers=minibroker, group_id=None)
+    try:
+        assert kp.delete_records({tp: 4})[tp]["low_watermark"] == 4
+        assert consumer.beginning_offsets([tp])[tp] == 4
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        got = []
+        while len(got) < 6:
+            for records in consumer.poll(timeout_ms=1000).values():
+                got += [r.value for r in records]
+        assert got == [f"r{i}".encode() for i in range(4, 10)]
+        assert kp.delete_records({tp: 2})[tp]["low_watermark"] == 4  # never moves back
+        with pytest.raises(OffsetOutOfRangeError):
+            kp.delete_records({tp: 11})  # beyond the high watermark
+        assert kp.delete_records({tp: -1})[tp]["low_watermark"] == 10  # -1: up to the high watermark
+    finally:
+        consumer.close()
+    compacted = topic_name + "-compacted"
+    kp.create_topics([NewTopic(compacted, 1, 1, topic_configs={"cleanup.policy": "compact"})])
+    try:
+        with pytest.raises(PolicyViolationError):
+            kp.delete_records({TopicPartition(compacted, 0): 0})
+    finally:
+        kp.close()
