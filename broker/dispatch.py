@@ -92,6 +92,8 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
         Api(ApiKey.CREATE_TOPICS, 2, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
         Api(ApiKey.DELETE_TOPICS, 1, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
+        Api(ApiKey.DESCRIBE_CONFIGS, 1, 4, "describe_configs", "DescribeConfigsRequest",
+            "DescribeConfigsResponse"),
         Api(ApiKey.DELETE_RECORDS, 0, 2, "delete_records", "DeleteRecordsRequest", "DeleteRecordsResponse"),
         Api(ApiKey.CREATE_PARTITIONS, 0, 3, "create_partitions", "CreatePartitionsRequest",
             "CreatePartitionsResponse"),

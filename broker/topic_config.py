@@ -20,6 +20,19 @@ class InvalidConfigError(ValueError):
     """A topic config Kafka would reject with INVALID_CONFIG."""
 
 
+# Kafka's ConfigDef types, as DescribeConfigs v3+ reports them (ConfigType).
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
+
+
+def _typed(check: Callable[[str], None], config_type: int) -> Callable[[str], None]:
+    check.config_type = config_type  # type: ignore[attr-defined]
+    return check
+
+
+def config_type(check: Callable[[str], None]) -> int:
+    return getattr(check, "config_type", 0)
+
+
 def _int(lo: int, hi: int) -> Callable[[str], None]:
     def check(value: str) -> None:
         try:
@@ -28,7 +41,7 @@ def _int(lo: int, hi: int) -> Callable[[str], None]:
             raise InvalidConfigError(f"value {value!r} is not a number") from None
         if not lo <= n <= hi:
             raise InvalidConfigError(f"value {n} must be in [{lo}, {hi}]")
-    return check
+    return _typed(check, INT if hi <= INT32_MAX else LONG)
 
 
 def _choice(*allowed: str, many: bool = False) -> Callable[[str], None]:
@@ -36,7 +49,7 @@ def _choice(*allowed: str, many: bool = False) -> Callable[[str], None]:
         items = [v.strip() for v in value.split(",")] if many else [value]
         if not items or any(v not in allowed for v in items):
             raise InvalidConfigError(f"value {value!r} must be {'some of' if many else 'one of'} {allowed}")
-    return check
+    return _typed(check, LIST if many else STRING)
 
 
 def _float(lo: float, hi: float) -> Callable[[str], None]:
@@ -47,10 +60,10 @@ def _float(lo: float, hi: float) -> Callable[[str], None]:
             raise InvalidConfigError(f"value {value!r} is not a number") from None
         if not lo <= x <= hi:
             raise InvalidConfigError(f"value {x} must be in [{lo}, {hi}]")
-    return check
+    return _typed(check, DOUBLE)
 
 
-_bool = _choice("true", "false")
+_bool = _typed(_choice("true", "false"), BOOLEAN)
 
 
 @dataclass(frozen=True, slots=True)

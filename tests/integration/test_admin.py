@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource as KpConfigResource
+from kafka.admin import ConfigResourceType, NewTopic
 from kafka.errors import (
     InvalidPartitionsError,
     InvalidReplicationAssignmentError,
@@ -104,5 +105,46 @@ def test_delete_records(minibroker, topic_name):
     try:
         with pytest.raises(PolicyViolationError):
             kp.delete_records({TopicPartition(compacted, 0): 0})
+    finally:
+        kp.close()
+
+
+def test_describe_configs(minibroker, topic_name):
+    admin = AdminClient({"bootstrap.servers": minibroker})
+    kp_new = NewTopic(topic_name, 1, 1, topic_configs={"retention.ms": "12345", "cleanup.policy": "compact"})
+    kp = KafkaAdminClient(bootstrap_servers=minibroker)
+    try:
+        kp.create_topics([kp_new])
+    finally:
+        kp.close()
+    topic = ConfigResource("topic", topic_name)
+    configs = admin.describe_configs([topic])[topic].result(10)
+    assert configs["retention.ms"].value == "12345"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["cleanup.policy"].value == "compact"
+    assert configs["segment.bytes"].value == "1073741824"
+    assert configs["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert not configs["segment.bytes"].is_read_only
+    synonyms = {s.name: s.value for s in configs["retention.ms"].synonyms.values()}
+    assert synonyms == {"retention.ms": "12345", "log.retention.ms": "604800000"}
+
+    broker = ConfigResource("broker", "0")
+    broker_configs = admin.describe_configs([broker])[broker].result(10)
+    assert broker_configs["num.partitions"].value == "1" and broker_configs["num.partitions"].is_read_only
+    missing = ConfigResource("topic", topic_name + "-missing")
+    with pytest.raises(KafkaException) as failure:
+        admin.describe_configs([missing])[missing].result(10)
+    assert failure.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_describe_configs_kafka_python(minibroker, topic_name):
+    create_topic(minibroker, topic_name, 1)
+    kp = KafkaAdminClient(bootstrap_servers=minibroker)
+    try:
+        described = kp.describe_configs([KpConfigResource(ConfigResourceType.TOPIC, topic_name, ["retention.ms"])],
+                                        config_filter="All")
+        assert list(described) == ["topic"], described
+        entry = described["topic"][topic_name]["retention.ms"]
+        assert "604800000" in repr(entry), described
     finally:
         kp.close()
