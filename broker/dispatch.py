@@ -31,7 +31,9 @@ class Api:
     key: ApiKey
     min_version: int
     max_version: int
-    module: str  # broker.handlers.<module>.handle answers; imported on the API's first request (startup time)
+    # "module" or "module:function" in broker.handlers (default function: handle); imported on the API's
+    # first request, not at startup.
+    module: str
     request_name: str
     response_name: str
     # Versions below min_version advertised anyway (Produce: KAFKA-18659) and answered by `reject_old`.
@@ -42,7 +44,9 @@ class Api:
 
     @cached_property
     def handler(self) -> Callable[..., Any]:
-        handler: Callable[..., Any] = importlib.import_module(f"broker.handlers.{self.module}").handle
+        module, _, function = self.module.partition(":")
+        handler: Callable[..., Any] = getattr(importlib.import_module(f"broker.handlers.{module}"),
+                                              function or "handle")
         return handler
 
     @cached_property
@@ -94,6 +98,9 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DELETE_TOPICS, 1, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
         Api(ApiKey.DESCRIBE_CONFIGS, 1, 4, "describe_configs", "DescribeConfigsRequest",
             "DescribeConfigsResponse"),
+        Api(ApiKey.ALTER_CONFIGS, 0, 2, "alter_configs", "AlterConfigsRequest", "AlterConfigsResponse"),
+        Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, "alter_configs:handle_incremental",
+            "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
         Api(ApiKey.DELETE_RECORDS, 0, 2, "delete_records", "DeleteRecordsRequest", "DeleteRecordsResponse"),
         Api(ApiKey.CREATE_PARTITIONS, 0, 3, "create_partitions", "CreatePartitionsRequest",
             "CreatePartitionsResponse"),

@@ -19,7 +19,7 @@ from pathlib import Path
 from broker.config import BrokerConfig
 from broker.log.partition_log import PartitionLog
 from broker.log.producer_snapshot import load_producer_state, save_producer_state
-from broker.topic_config import effective_configs, log_config, validate_topic_configs
+from broker.topic_config import InvalidConfigError, effective_configs, log_config, validate_topic_configs
 from coordinator.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,6 @@ class TopicManager:
                              f"Unable to replicate the partition {replication_factor} time(s): "
                              "The target replication factor of "
                              f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
-        from broker.topic_config import InvalidConfigError
         try:
             overrides = validate_topic_configs(configs)
         except InvalidConfigError as exc:
@@ -211,6 +210,31 @@ class TopicManager:
             raise
         topic.partitions = [*topic.partitions, *new]
         log.info("topic %s now has %d partition(s)", name, count)
+        return topic
+
+    def alter_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> Topic:
+        """Replace the topic's config overrides (validated, persisted, applied to its logs: new values take
+        effect for new appends, segments and the next retention run)."""
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        try:
+            checked = validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError("INVALID_CONFIG", str(exc)) from None
+        if validate_only:
+            return topic
+        previous = topic.configs
+        topic.configs = checked
+        try:
+            self._write_meta(topic, len(topic.partitions))
+        except OSError:
+            topic.configs = previous
+            raise
+        config = log_config(checked, self.config)
+        for p in topic.partitions:
+            p.log.config = config
+        log.info("topic %s configs now %s", name, checked)
         return topic
 
     def effective_configs(self, topic: Topic) -> dict[str, str]:

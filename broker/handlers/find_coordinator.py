@@ -39,9 +39,15 @@ def _entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
             "port": ctx.endpoint.port}
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     key_type = req.key_type if version >= 1 else GROUP
+    # The coordinator starts on first use: name it once it has replayed its log, so that the client's
+    # next request (OffsetFetch, InitProducerId) does not meet COORDINATOR_LOAD_IN_PROGRESS.
+    if key_type == GROUP:
+        await ctx.state.groups.loaded.wait()
+    elif key_type == TRANSACTION:
+        await ctx.state.txns.loaded.wait()
     if version >= 4:
         return {"throttle_time_ms": 0,
                 "coordinators": [{"key": key, **_entry(ctx, key_type)} for key in req.coordinator_keys]}

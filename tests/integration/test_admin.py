@@ -16,6 +16,8 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from tests.kafka_wire import WireClient
+
 from .group_helpers import create_topic
 
 
@@ -148,3 +150,70 @@ def test_describe_configs_kafka_python(minibroker, topic_name):
         assert "604800000" in repr(entry), described
     finally:
         kp.close()
+
+
+def test_alter_configs_take_effect_and_persist(minibroker_server, topic_name):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    bootstrap = minibroker_server.bootstrap
+    create_topic(bootstrap, topic_name, 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = ConfigResource("topic", topic_name)
+
+    # IncrementalAlterConfigs: SET, APPEND to a list, DELETE back to the default.
+    change = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([change])[change].result(10)
+    configs = admin.describe_configs([topic])[topic].result(10)
+    assert configs["max.message.bytes"].value == "2000"
+    assert configs["cleanup.policy"].value == "delete,compact"
+    # The new limit applies to the next produce at once.
+    producer = Producer({"bootstrap.servers": bootstrap})
+    errors = []
+    producer.produce(topic_name, b"x" * 5000, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(10)
+    assert errors and errors[0] is not None and errors[0].name() == "MSG_SIZE_TOO_LARGE", errors
+    del producer
+
+    delete = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([delete])[delete].result(10)
+    bad = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.APPEND)])
+    with pytest.raises(KafkaException) as failure:
+        admin.incremental_alter_configs([bad])[bad].result(10)
+    assert failure.value.args[0].name() == "INVALID_CONFIG"
+    invalid = ConfigResource("topic", topic_name, incremental_configs=[
+        ConfigEntry("segment.bytes", "1", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as failure:
+        admin.incremental_alter_configs([invalid])[invalid].result(10)
+    assert failure.value.args[0].name() == "INVALID_CONFIG"
+
+    minibroker_server.restart()
+    admin = AdminClient({"bootstrap.servers": minibroker_server.bootstrap})
+    configs = admin.describe_configs([topic])[topic].result(10)
+    assert configs["max.message.bytes"].value == "2000"
+    assert configs["retention.ms"].value == "604800000"  # deleted override: the broker default again
+    assert configs["cleanup.policy"].value == "delete,compact"
+
+
+def test_alter_configs_kafka_python_and_legacy_replacement(minibroker, topic_name):
+    create_topic(minibroker, topic_name, 1)
+    kp = KafkaAdminClient(bootstrap_servers=minibroker)
+    admin = AdminClient({"bootstrap.servers": minibroker})
+    topic = ConfigResource("topic", topic_name)
+    try:
+        kp.alter_configs([KpConfigResource(ConfigResourceType.TOPIC, topic_name, {"retention.ms": "777"})])
+        assert admin.describe_configs([topic])[topic].result(10)["retention.ms"].value == "777"
+    finally:
+        kp.close()
+    # Legacy AlterConfigs replaces the whole set of overrides: retention.ms goes back to its default.
+    with WireClient(minibroker) as c:
+        resp = c.request(33, 1, {"resources": [{"resource_type": 2, "resource_name": topic_name,
+                                                "configs": [{"name": "segment.ms", "value": "60000"}]}],
+                                 "validate_only": False})
+        assert resp.responses[0].error_code == 0
+    configs = admin.describe_configs([topic])[topic].result(10)
+    assert (configs["retention.ms"].value, configs["segment.ms"].value) == ("604800000", "60000")

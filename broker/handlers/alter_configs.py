@@ -1,0 +1,99 @@
+"""AlterConfigs (replace a topic's overrides) and IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT).
+Topic configs change, persist and take effect; this broker's own settings are fixed at start."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.topic_config import LIST, TOPIC_CONFIGS, config_type
+from broker.topics import TopicError
+from protocol.header import ErrorCode
+
+TOPIC = 2
+BROKER = 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+class _Refused(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], str]) -> dict[str, str]:
+    """Kafka's ConfigAdminManager.prepareIncrementalConfigs over the current overrides."""
+    out = dict(current)
+    for c in ops:
+        op, name, value = c.config_operation, c.name, c.value
+        definition = TOPIC_CONFIGS.get(name)
+        if op in (APPEND, SUBTRACT) and (definition is None or config_type(definition.check) != LIST):
+            raise _Refused(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {name}"
+                           if op == APPEND else f"Config value subtract is not allowed for config key: {name}")
+        if op == SET:
+            if value is None:
+                raise _Refused(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}")
+            out[name] = value
+        elif op == DELETE:
+            out.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            items = [v.strip() for v in out.get(name, defaults(name)).split(",") if v.strip()]
+            given = [v.strip() for v in (value or "").split(",") if v.strip()]
+            if op == APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            out[name] = ",".join(items)
+        else:
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+    return out
+
+
+def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    if resource.resource_type == BROKER:
+        names = sorted(c.name for c in resource.configs)
+        return ErrorCode.INVALID_CONFIG, f"Cannot update these configs dynamically: {names}"
+    if resource.resource_type != TOPIC:
+        return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
+    topics = ctx.state.topics
+    topic = topics.get(resource.resource_name)
+    if topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{resource.resource_name}' does not exist."
+    try:
+        if incremental:
+            effective = topics.effective_configs(topic)
+            overrides = _incremental(topic.configs, resource.configs, lambda n: effective.get(n, ""))
+        else:
+            overrides = {c.name: c.value for c in resource.configs}
+        topics.alter_configs(topic.name, overrides, validate_only=validate_only)
+    except _Refused as exc:
+        return exc.error, exc.message
+    except TopicError as exc:
+        return ErrorCode[exc.error], exc.message
+    except OSError as exc:
+        return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    return ErrorCode.NONE, None
+
+
+def _handle(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
+    seen = Counter((r.resource_type, r.resource_name) for r in req.resources)
+    responses = []
+    for r in req.resources:
+        if seen[(r.resource_type, r.resource_name)] > 1:
+            error, message = ErrorCode.INVALID_REQUEST, f"Duplicate resource {r.resource_name}"
+        else:
+            error, message = _alter(ctx, r, incremental, req.validate_only)
+        responses.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,
+                          "resource_name": r.resource_name})
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return _handle(ctx, req, incremental=False)
+
+
+def handle_incremental(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return _handle(ctx, req, incremental=True)
