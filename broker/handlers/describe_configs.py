@@ -8,7 +8,7 @@ from typing import Any
 
 from broker.config import OPTIONS, BrokerConfig
 from broker.dispatch import RequestContext
-from broker.topic_config import BOOLEAN, INT, LONG, STRING, TOPIC_CONFIGS, config_type
+from broker.topic_config import BOOLEAN, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
 from protocol.header import ErrorCode
 
 TOPIC = 2
@@ -66,9 +66,25 @@ def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str
     return out
 
 
+def _listener_configs(config: BrokerConfig) -> list[tuple[str, str | None, int]]:
+    """listeners / advertised.listeners as Kafka names them (PLAINTEXT://host:port, comma-separated)."""
+    def url(host: str, port: int) -> str:
+        return f"PLAINTEXT://{'[' + host + ']' if ':' in host else host}:{port}"
+    listeners = ",".join(url(li.host, li.port) for li in config.listeners)
+    advertised = [li for li in config.listeners if li.advertised_host or li.advertised_port]
+    advertised_value = ",".join(url(li.advertised_host or li.host, li.advertised_port or li.port)
+                                for li in config.listeners) if advertised else None
+    return [("listeners", listeners, STATIC_BROKER_CONFIG),
+            ("advertised.listeners", advertised_value, STATIC_BROKER_CONFIG if advertised else DEFAULT_CONFIG)]
+
+
 def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int) -> list[dict]:
     config = ctx.state.config
     out = []
+    for name, value, source in _listener_configs(config):
+        if keys is None or name in keys:
+            chain = [{"name": name, "value": value, "source": source}]
+            out.append(_entry(name, value, source, True, chain if synonyms else [], LIST, version))
     for option in OPTIONS:
         if keys is not None and option.kafka_name not in keys:
             continue

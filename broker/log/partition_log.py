@@ -407,6 +407,10 @@ class PartitionLog:
     # --- lifecycle ----------------------------------------------------------------------------------------
 
     @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
     def segment_count(self) -> int:
         return len(self._segments)
 

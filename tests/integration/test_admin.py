@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+)
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, NewTopic
 from kafka.errors import (
+    ElectionNotNeededError,
     InvalidPartitionsError,
     InvalidReplicationAssignmentError,
     OffsetOutOfRangeError,
     PolicyViolationError,
     UnknownTopicOrPartitionError,
 )
+from kafka.structs import TopicPartitionReplica
 
 from tests.kafka_wire import WireClient
 
@@ -153,8 +162,6 @@ def test_describe_configs_kafka_python(minibroker, topic_name):
 
 
 def test_alter_configs_take_effect_and_persist(minibroker_server, topic_name):
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
-
     bootstrap = minibroker_server.bootstrap
     create_topic(bootstrap, topic_name, 1)
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -217,3 +224,38 @@ def test_alter_configs_kafka_python_and_legacy_replacement(minibroker, topic_nam
         assert resp.responses[0].error_code == 0
     configs = admin.describe_configs([topic])[topic].result(10)
     assert (configs["retention.ms"].value, configs["segment.ms"].value) == ("604800000", "60000")
+
+
+def test_single_broker_replica_apis(minibroker_server, topic_name):
+    """ElectLeaders, DescribeLogDirs, AlterReplicaLogDirs and partition reassignments as one broker can
+    truthfully answer them."""
+    bootstrap = minibroker_server.bootstrap
+    create_topic(bootstrap, topic_name, 2)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic_name, b"x" * 100, partition=1)
+    producer.flush(10)
+    kp = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        response = kp.elect_leaders(0, {topic_name: [0, 1]})
+        [(name, results)] = [(r[0], r[1]) for r in response.replica_election_results]
+        assert name == topic_name
+        assert sorted((p[0], p[1]) for p in results) == [(0, ElectionNotNeededError.errno),
+                                                         (1, ElectionNotNeededError.errno)]
+
+        [broker] = kp.describe_log_dirs()
+        [log_dir] = broker["log_dirs"]
+        assert log_dir["error_code"] == 0
+        assert log_dir["log_dir"] == str(minibroker_server.data_dir.resolve())
+        sizes = {(t["name"], p["partition_index"]): p["partition_size"]
+                 for t in log_dir["topics"] for p in t["partitions"]}
+        assert sizes[(topic_name, 0)] == 0 and sizes[(topic_name, 1)] > 100
+
+        tpr = TopicPartitionReplica(topic_name, 0, broker["broker"])
+        assert kp.alter_replica_log_dirs({tpr: log_dir["log_dir"]})[tpr].errno == 0
+        assert kp.alter_replica_log_dirs({tpr: "/nonexistent"})[tpr].errno == 57  # LOG_DIR_NOT_FOUND
+
+        tp = TopicPartition(topic_name, 0)
+        assert kp.alter_partition_reassignments({tp: [broker["broker"]]}) == {tp: None}
+        assert kp.list_partition_reassignments() == {}
+    finally:
+        kp.close()

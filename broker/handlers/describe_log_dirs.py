@@ -1,0 +1,32 @@
+"""DescribeLogDirs: the one log directory (the data dir) with each partition's size on disk."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    state = ctx.state
+    log_dir = str(os.path.abspath(state.config.data_dir))
+    wanted = None if req.topics is None else {t.topic: set(t.partitions) for t in req.topics}
+    topics = []
+    for topic in state.topics:
+        if wanted is not None and topic.name not in wanted:
+            continue
+        partitions = [{"partition_index": p.index, "partition_size": p.log.size_in_bytes, "offset_lag": 0,
+                       "is_future_key": False}
+                      for p in topic.partitions if wanted is None or p.index in wanted[topic.name]]
+        if partitions:
+            topics.append({"name": topic.name, "partitions": partitions})
+    try:
+        stat = os.statvfs(log_dir)
+        total, usable = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
+    except OSError:
+        total = usable = -1
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": [
+        {"error_code": ErrorCode.NONE, "log_dir": log_dir, "topics": topics, "total_bytes": total,
+         "usable_bytes": usable}]}
