@@ -23,6 +23,7 @@ from protocol.records import (
     TRANSACTIONAL_MASK,
     CorruptRecordError,
     InvalidMagicError,
+    decode_records,
     iter_batches,
     parse_batch_header,
     verify_crc,
@@ -114,6 +115,19 @@ def verify_transaction(state: Any, transactional_id: str | None, partition: Part
                                                           (partition.topic, partition.index))
 
 
+def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, Any]]:
+    """Records without a key, which a compacted topic refuses (Kafka's LogValidator.validateKey, KIP-467):
+    the only produce check that decodes records, and only for compacted topics."""
+    errors = []
+    message = ("Compacted topic cannot accept message without key in topic partition "
+               f"{partition.topic}-{partition.index}.")
+    for _header, start, end in iter_batches(records):
+        for i, record in enumerate(decode_records(memoryview(records)[start:end])):
+            if record.key is None:
+                errors.append({"batch_index": i, "batch_index_error_message": message})
+    return errors
+
+
 def _response(index: int, error: ErrorCode, message: str | None = None, base_offset: int = -1,
               log_append_time: int = -1, log_start_offset: int = -1) -> dict[str, Any]:
     return {"index": index, "error_code": error, "base_offset": base_offset,
@@ -160,6 +174,20 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             if error:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
                 continue
+            if log.config.compacted:
+                try:
+                    record_errors = compaction_errors(partition, pdata.records)
+                except CorruptRecordError as exc:
+                    partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
+                    continue
+                if record_errors:
+                    response = _response(pdata.index, ErrorCode.INVALID_RECORD, (
+                        f"One or more records have been rejected due to {len(record_errors)} record errors in "
+                        f"total, and only showing the first {len(record_errors)} record errors in the response"),
+                        log_start_offset=log.log_start_offset)
+                    response["record_errors"] = record_errors
+                    partitions.append(response)
+                    continue
             header = parse_batch_header(pdata.records)
             producers = partition.producers
             is_transactional = header.is_transactional

@@ -24,6 +24,10 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
     @property
+    def compacted(self) -> bool:
+        return "compact" in (p.strip() for p in self.cleanup_policy.split(","))
+
+    @property
     def delete_enabled(self) -> bool:
         """retention.ms/bytes apply only with the delete policy (UnifiedLog.deleteOldSegments)."""
         return "delete" in (p.strip() for p in self.cleanup_policy.split(","))
