@@ -101,6 +101,10 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.ALTER_CONFIGS, 0, 2, "alter_configs", "AlterConfigsRequest", "AlterConfigsResponse"),
         Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, "alter_configs:handle_incremental",
             "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
+        Api(ApiKey.DESCRIBE_CLUSTER, 0, 1, "describe_cluster", "DescribeClusterRequest",
+            "DescribeClusterResponse"),
+        Api(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, "offset_for_leader_epoch", "OffsetForLeaderEpochRequest",
+            "OffsetForLeaderEpochResponse"),
         # What a single broker truthfully answers about leaders, replicas and log directories.
         Api(ApiKey.ELECT_LEADERS, 0, 2, "elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse"),
         Api(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, "describe_log_dirs", "DescribeLogDirsRequest",

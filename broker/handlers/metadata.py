@@ -13,6 +13,9 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # Without an authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
 # DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11).
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# The cluster's: ALTER 4, CREATE 5, CLUSTER_ACTION 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
+# IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
+CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 10, 11, 12, 13, 14))
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -36,7 +39,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         "cluster_id": state.cluster_id,
         "controller_id": state.node_id,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": CLUSTER_OPERATIONS
+        if 8 <= version <= 10 and req.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 

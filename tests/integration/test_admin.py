@@ -259,3 +259,24 @@ def test_single_broker_replica_apis(minibroker_server, topic_name):
         assert kp.list_partition_reassignments() == {}
     finally:
         kp.close()
+
+
+def test_describe_cluster_and_offset_for_leader_epoch(minibroker, topic_name):
+    create_topic(minibroker, topic_name, 1)
+    admin = AdminClient({"bootstrap.servers": minibroker})
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert cluster.cluster_id and cluster.controller.id == 0
+    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, "127.0.0.1", int(minibroker.split(":")[1]))]
+    assert cluster.authorized_operations  # no authorizer: everything
+    producer = Producer({"bootstrap.servers": minibroker})
+    for _ in range(3):
+        producer.produce(topic_name, b"x", partition=0)
+    producer.flush(10)
+    with WireClient(minibroker) as c:
+        c_topics = [{"topic": topic_name, "partitions": [
+            {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0},
+            {"partition": 9, "current_leader_epoch": -1, "leader_epoch": 0}]}]
+        resp = c.request(23, 4, {"replica_id": -1, "topics": c_topics})
+        [ours, missing] = resp.topics[0].partitions
+        assert (ours.error_code, ours.leader_epoch, ours.end_offset) == (0, 0, 3)
+        assert missing.error_code == 3
