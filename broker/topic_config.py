@@ -6,6 +6,7 @@ turns the effective values into the typed `LogConfig` the partition log uses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -66,6 +67,21 @@ def _float(lo: float, hi: float) -> Callable[[str], None]:
 _bool = _typed(_choice("true", "false"), BOOLEAN)
 
 
+def _version(value: str) -> None:
+    """A Kafka release/IBP version string ("0.10.0", "2.8-IV1", "3.0-IV1")."""
+    if not re.fullmatch(r"\d+\.\d+(\.\d+){0,2}(-IV\d+)?", value):
+        raise InvalidConfigError(f"Version `{value}` is not a valid version")
+
+
+def _replica_list(value: str) -> None:
+    """"*" or "partition:broker,..." (Kafka's ThrottledReplicaListValidator)."""
+    if value.strip() in ("", "*"):
+        return
+    if not all(re.fullmatch(r"\s*\d+:\d+\s*", item) for item in value.split(",")):
+        raise InvalidConfigError(f"{value} must be the literal '*' or a list of replicas in the following "
+                                 "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
 @dataclass(frozen=True, slots=True)
 class TopicConfigDef:
     name: str
@@ -113,6 +129,20 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("segment.jitter.ms", _int(0, INT64_MAX), _const("0"), "log.roll.jitter.ms"),
     TopicConfigDef("segment.ms", _int(1, INT64_MAX), lambda c: str(c.log_roll_ms), "log.roll.ms"),
     TopicConfigDef("unclean.leader.election.enable", _bool, _const("false"), "unclean.leader.election.enable"),
+    # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724);
+    # tiered storage (KIP-405) and replication throttles are kept and reported, and have no effect here.
+    TopicConfigDef("message.format.version", _typed(_version, STRING), _const("3.0-IV1"),
+                   "log.message.format.version"),
+    TopicConfigDef("message.downconversion.enable", _bool, _const("true"), "log.message.downconversion.enable"),
+    TopicConfigDef("message.timestamp.difference.max.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)),
+                   "log.message.timestamp.difference.max.ms"),
+    TopicConfigDef("follower.replication.throttled.replicas", _typed(_replica_list, LIST), _const(""),
+                   "follower.replication.throttled.replicas"),
+    TopicConfigDef("leader.replication.throttled.replicas", _typed(_replica_list, LIST), _const(""),
+                   "leader.replication.throttled.replicas"),
+    TopicConfigDef("remote.storage.enable", _bool, _const("false"), None),
+    TopicConfigDef("local.retention.ms", _int(-2, INT64_MAX), _const("-2"), "log.local.retention.ms"),
+    TopicConfigDef("local.retention.bytes", _int(-2, INT64_MAX), _const("-2"), "log.local.retention.bytes"),
 )}
 
 
