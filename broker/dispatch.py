@@ -31,9 +31,7 @@ class Api:
     key: ApiKey
     min_version: int
     max_version: int
-    # "module" or "module:function" in broker.handlers (default function: handle); imported on the API's
-    # first request, not at startup.
-    module: str
+    module: str  # broker.handlers.<module>.handle answers; imported on the API's first request (startup time)
     request_name: str
     response_name: str
     # Versions below min_version advertised anyway (Produce: KAFKA-18659) and answered by `reject_old`.
@@ -44,9 +42,7 @@ class Api:
 
     @cached_property
     def handler(self) -> Callable[..., Any]:
-        module, _, function = self.module.partition(":")
-        handler: Callable[..., Any] = getattr(importlib.import_module(f"broker.handlers.{module}"),
-                                              function or "handle")
+        handler: Callable[..., Any] = importlib.import_module(f"broker.handlers.{self.module}").handle
         return handler
 
     @cached_property
@@ -99,7 +95,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DESCRIBE_CONFIGS, 1, 4, "describe_configs", "DescribeConfigsRequest",
             "DescribeConfigsResponse"),
         Api(ApiKey.ALTER_CONFIGS, 0, 2, "alter_configs", "AlterConfigsRequest", "AlterConfigsResponse"),
-        Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, "alter_configs:handle_incremental",
+        Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, "incremental_alter_configs",
             "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
         Api(ApiKey.DESCRIBE_CLUSTER, 0, 1, "describe_cluster", "DescribeClusterRequest",
             "DescribeClusterResponse"),
@@ -111,9 +107,9 @@ def _build_table() -> dict[int, Api]:
             "DescribeLogDirsResponse"),
         Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
             "AlterReplicaLogDirsResponse"),
-        Api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, "partition_reassignments",
+        Api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, "alter_partition_reassignments",
             "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"),
-        Api(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, "partition_reassignments:handle_list",
+        Api(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, "list_partition_reassignments",
             "ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse"),
         Api(ApiKey.DELETE_RECORDS, 0, 2, "delete_records", "DeleteRecordsRequest", "DeleteRecordsResponse"),
         Api(ApiKey.CREATE_PARTITIONS, 0, 3, "create_partitions", "CreatePartitionsRequest",

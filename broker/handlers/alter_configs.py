@@ -1,5 +1,5 @@
-"""AlterConfigs (replace a topic's overrides) and IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT).
-Topic configs change, persist and take effect; this broker's own settings are fixed at start."""
+"""AlterConfigs: replace a topic's overrides. Topic configs change, persist and take effect; this broker's
+own settings are fixed at start. `alter` also serves IncrementalAlterConfigs."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only:
     return ErrorCode.NONE, None
 
 
-def _handle(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
+def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
     seen = Counter((r.resource_type, r.resource_name) for r in req.resources)
     responses = []
     for r in req.resources:
@@ -92,8 +92,4 @@ def _handle(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    return _handle(ctx, req, incremental=False)
-
-
-def handle_incremental(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    return _handle(ctx, req, incremental=True)
+    return alter(ctx, req, incremental=False)

@@ -1,5 +1,5 @@
-"""AlterPartitionReassignments and ListPartitionReassignments on one broker: the only replica set a
-partition can have is this broker, so such a "reassignment" completes at once; none is ever in progress."""
+"""AlterPartitionReassignments on one broker: the only replica set a partition can have is this broker, so
+such a "reassignment" completes at once."""
 
 from __future__ import annotations
 
@@ -32,7 +32,3 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             partitions.append({"partition_index": p.partition_index, "error_code": error, "error_message": message})
         responses.append({"name": t.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
-
-
-def handle_list(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "topics": []}

@@ -1,0 +1,12 @@
+"""IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on a topic's overrides (AlterConfigs' rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext
+from broker.handlers.alter_configs import alter
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return alter(ctx, req, incremental=True)
