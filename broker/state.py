@@ -18,7 +18,9 @@ from broker.config import BrokerConfig
 from broker.log.flusher import GroupFlusher
 from broker.log.producer_snapshot import save_producer_state
 from broker.topics import TopicManager
-from zk.producer_ids import ProducerIdManager
+from protocol.header import ErrorCode
+from zk.pid_blocks import ProducerIdsExhaustedError
+from zk.producer_ids import ProducerIdManager, ProducerIdUnavailableError
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
@@ -76,6 +78,16 @@ class BrokerState:
         if self.services is not None:
             self.services.start_soon(service.run)
         return service
+
+    async def new_producer_id(self) -> tuple[ErrorCode, int]:
+        """A fresh producer id from the current block, or the error InitProducerId answers without one."""
+        try:
+            return ErrorCode.NONE, await self.producer_ids.generate()
+        except ProducerIdUnavailableError as exc:
+            log.warning("no producer id available: %s", exc)
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1  # retriable: ZooKeeper is back soon
+        except ProducerIdsExhaustedError:
+            return ErrorCode.UNKNOWN_SERVER_ERROR, -1
 
     @staticmethod
     def now_ms() -> int:

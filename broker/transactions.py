@@ -38,8 +38,6 @@ from protocol.txn_records import (
     encode_txn_key,
     encode_txn_value,
 )
-from zk.pid_blocks import ProducerIdsExhaustedError
-from zk.producer_ids import ProducerIdUnavailableError
 
 if TYPE_CHECKING:
     from broker.state import BrokerState
@@ -129,13 +127,9 @@ class TxnService:
         await self.loaded.wait()
         new_pid = None
         if self.coordinator.needs_new_producer_id(transactional_id, expected[1] if expected else None):
-            try:
-                new_pid = await self.state.producer_ids.generate()
-            except ProducerIdUnavailableError as exc:
-                log.warning("no producer id available: %s", exc)
-                return InitResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-            except ProducerIdsExhaustedError:
-                return InitResult(ErrorCode.UNKNOWN_SERVER_ERROR)
+            error, new_pid = await self.state.new_producer_id()
+            if error != ErrorCode.NONE:
+                return InitResult(error)
         result = self.coordinator.init_producer_id(transactional_id, timeout_ms, expected, new_pid,
                                                    self.state.now_ms())
         if result.transit is None:

@@ -5,15 +5,10 @@ transaction)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
-from zk.pid_blocks import ProducerIdsExhaustedError
-from zk.producer_ids import ProducerIdUnavailableError
-
-log = logging.getLogger(__name__)
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -39,11 +34,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(error, result.producer_id, result.producer_epoch)
     if producer_id != NO_PRODUCER_ID and 0 <= epoch < EPOCH_EXHAUSTED:
         return _answer(ErrorCode.NONE, producer_id, epoch + 1)
-    try:
-        new_id = await ctx.state.producer_ids.generate()
-    except ProducerIdUnavailableError as exc:
-        log.warning("no producer id available: %s", exc)
-        return _answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-    except ProducerIdsExhaustedError:
-        return _answer(ErrorCode.UNKNOWN_SERVER_ERROR)
+    error, new_id = await ctx.state.new_producer_id()
+    if error != ErrorCode.NONE:
+        return _answer(error)
     return _answer(ErrorCode.NONE, new_id, 0)
