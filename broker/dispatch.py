@@ -159,5 +159,12 @@ def table() -> dict[int, Api]:
     return _TABLE
 
 
+def load_handlers() -> None:
+    """Import every handler now (after startup), so that a broker never loads code long after it started
+    (an upgrade of the installed package under a running broker must not mix versions)."""
+    for api in table().values():
+        _ = api.handler
+
+
 def lookup(api_key: int) -> Api | None:
     return table().get(api_key)

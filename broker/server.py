@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 from broker.config import BrokerConfig, Listener
-from broker.dispatch import Api, RequestContext, lookup
+from broker.dispatch import Api, RequestContext, load_handlers, lookup
 from broker.state import BrokerState, Endpoint
 from protocol.errors import DecodeError
 from protocol.header import (
@@ -280,10 +280,12 @@ class Server:
 
     async def _start_coordinators(self) -> None:
         """The group and transaction coordinators start with the first request that needs them, or here,
-        shortly after the listeners (a transaction left in Prepare* by a crash is completed then)."""
+        shortly after the listeners (a transaction left in Prepare* by a crash is completed then); the
+        remaining handler modules are loaded then too."""
         await trio.sleep(COORDINATOR_START_DELAY_S)
         assert self.state is not None
         _ = self.state.groups, self.state.txns  # first use starts them
+        load_handlers()
 
     async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
         scopes = []
