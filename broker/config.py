@@ -79,6 +79,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("log.message.timestamp.type", "log_message_timestamp_type", str,
            "CreateTime or LogAppendTime, for topics without their own setting."),
     Option("log.cleanup.policy", "log_cleanup_policy", str, "delete or compact, for new topics."),
+    Option("log.cleaner.enable", "log_cleaner_enable", bool, "Run the log cleaner (compaction)."),
+    Option("log.cleaner.backoff.ms", "log_cleaner_backoff_ms", int,
+           "How long the cleaner sleeps when no compacted partition needs cleaning."),
+    Option("log.cleaner.min.cleanable.ratio", "log_cleaner_min_cleanable_ratio", float,
+           "Dirty share of a compacted log above which it is cleaned (topic: min.cleanable.dirty.ratio)."),
+    Option("log.cleaner.delete.retention.ms", "log_cleaner_delete_retention_ms", int,
+           "How long tombstones and transaction markers stay after cleaning (topic: delete.retention.ms)."),
+    Option("log.cleaner.min.compaction.lag.ms", "log_cleaner_min_compaction_lag_ms", int,
+           "Records younger than this are not compacted (topic: min.compaction.lag.ms)."),
+    Option("log.cleaner.max.compaction.lag.ms", "log_cleaner_max_compaction_lag_ms", int,
+           "Records older than this are compacted whatever the dirty ratio (topic: max.compaction.lag.ms)."),
+    Option("log.cleaner.dedupe.buffer.entries", "log_cleaner_dedupe_buffer_entries", int,
+           "Most keys one cleaning pass maps (minibroker's own; Kafka sizes this in bytes: "
+           "log.cleaner.dedupe.buffer.size). A log with more distinct dirty keys is cleaned in several passes."),
     Option("log.flush.policy", "fsync", str,
            "none | grouped | always: when acks=all answers relative to fdatasync (minibroker's own)."),
     Option("fetch.max.bytes", "fetch_max_bytes", int, "Upper bound on a Fetch response's size."),
@@ -152,6 +166,13 @@ class BrokerConfig:
     log_index_interval_bytes: int = 4096
     log_message_timestamp_type: str = "CreateTime"
     log_cleanup_policy: str = "delete"
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15_000
+    log_cleaner_min_cleanable_ratio: float = 0.5
+    log_cleaner_delete_retention_ms: int = 86_400_000
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = 2**63 - 1
+    log_cleaner_dedupe_buffer_entries: int = 1_000_000
     fsync: str = "grouped"
     fetch_max_bytes: int = 55 * 1024 * 1024
     connections_max_idle_ms: int = 600_000

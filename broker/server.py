@@ -258,6 +258,8 @@ class Server:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.state.run_retention)
                 nursery.start_soon(self.state.run_producer_expiration)
+                if self.config.log_cleaner_enable:
+                    nursery.start_soon(self.state.log_cleaner.run)
                 self.state.services = nursery
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)

@@ -25,6 +25,7 @@ from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
     from broker.groups import GroupService
+    from broker.log_cleaner import LogCleaner
     from broker.transactions import TxnService
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,12 @@ class BrokerState:
         if self.services is not None:
             self.services.start_soon(service.run)
         return service
+
+    @functools.cached_property
+    def log_cleaner(self) -> LogCleaner:
+        from broker.log_cleaner import LogCleaner
+
+        return LogCleaner(self)
 
     async def new_producer_id(self) -> tuple[ErrorCode, int]:
         """A fresh producer id from the current block, or the error InitProducerId answers without one."""

@@ -298,9 +298,22 @@ class ProducerStateManager:
                 if e.batches and e.batches[-1].last_offset < offset and e.current_txn_first_offset is None]
         for pid in gone:
             del self.producers[pid]
+        self.drop_aborted_before(offset)
+
+    def drop_aborted_before(self, offset: int) -> None:
+        """Forget the aborted transactions whose marker is below `offset`: their data is gone (retention, or
+        the log cleaner, which removes aborted data and, later, the markers; Kafka rewrites the cleaned
+        segments' .txnindex). A read_committed consumer must not be told of an abort whose marker it will
+        never see: it would drop the producer's later data."""
         aborted = self.aborted
         if aborted and aborted[0].last_offset < offset:
             del aborted[:bisect_left(aborted, offset, key=_last_offset)]
+
+    def last_batches(self) -> dict[int, tuple[int | None, int]]:
+        """producer id -> (last offset of its last data batch, or None, epoch): the batches the log cleaner
+        keeps, emptied if need be, so that a reload still knows the producer's last sequence (Kafka's
+        lastRecordsOfActiveProducers)."""
+        return {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch) for pid, e in self.producers.items()}
 
     # --- snapshots ----------------------------------------------------------------------------------
 

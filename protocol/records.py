@@ -43,6 +43,9 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08  # set: LogAppendTime
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+# KIP-534: set by the log cleaner on batches holding tombstones or markers it keeps for a while; the base
+# timestamp then holds the delete horizon (when those may go), record timestamps stay base + delta.
+DELETE_HORIZON_MASK = 0x40
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -103,6 +106,10 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def delete_horizon(self) -> int | None:
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
 
     @property
     def size(self) -> int:
@@ -326,9 +333,11 @@ def build_batch(records: Sequence[Record], *, base_offset: int = 0, base_timesta
                 max_timestamp: int | None = None, compression: int = COMPRESSION_NONE,
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1, base_sequence: int = -1,
                 is_transactional: bool = False, is_control: bool = False, partition_leader_epoch: int = -1,
-                timestamp_type: int = CREATE_TIME, last_offset_delta: int | None = None) -> bytes:
+                timestamp_type: int = CREATE_TIME, last_offset_delta: int | None = None,
+                delete_horizon: bool = False) -> bytes:
     """One v2 batch with a valid CRC. max_timestamp defaults to the largest record timestamp (CreateTime);
-    last_offset_delta to the last record's (an empty batch, as compaction leaves, must give it)."""
+    last_offset_delta to the last record's (an empty batch, as compaction leaves, must give it).
+    delete_horizon: base_timestamp is the cleaner's delete horizon (KIP-534)."""
     body = b"".join(encode_record(r) for r in records)
     if compression != COMPRESSION_NONE:
         body = compress(compression, body)
@@ -337,7 +346,8 @@ def build_batch(records: Sequence[Record], *, base_offset: int = 0, base_timesta
     if last_offset_delta is None:
         last_offset_delta = records[-1].offset_delta if records else 0
     attributes = (compression & COMPRESSION_MASK) | (TIMESTAMP_TYPE_MASK if timestamp_type else 0) \
-        | (TRANSACTIONAL_MASK if is_transactional else 0) | (CONTROL_MASK if is_control else 0)
+        | (TRANSACTIONAL_MASK if is_transactional else 0) | (CONTROL_MASK if is_control else 0) \
+        | (DELETE_HORIZON_MASK if delete_horizon else 0)
     buf = bytearray(BATCH_HEADER_SIZE + len(body))
     _HEADER.pack_into(buf, 0, base_offset, len(buf) - LOG_OVERHEAD, partition_leader_epoch, 2, 0, attributes,
                       last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,

@@ -18,6 +18,11 @@ class LogConfig:
     index_interval_bytes: int = 4096
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
+    # Compaction (Kafka's LogCleaner), for the compact policy.
+    min_cleanable_dirty_ratio: float = 0.5
+    delete_retention_ms: int = DAY_MS  # tombstones and markers stay this long after their first cleaning
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
 
     @property
     def log_append_time(self) -> bool:

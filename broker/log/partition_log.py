@@ -7,7 +7,11 @@ a lock and then publishes the log end offset it captured as `flushed_offset`.
 Files: `<base offset, 20 digits>.log/.index/.timeindex` per segment; `log-start-offset-checkpoint` (the
 log start offset when DeleteRecords moved it past the first segment's base offset) and
 `recovery-point-offset-checkpoint` (segments before it were flushed with their indexes; the ones from it
-on are fully scanned at open after a crash), both in Kafka's checkpoint file format.
+on are fully scanned at open after a crash) and `cleaner-offset-checkpoint` (where the log cleaner's next
+pass starts: the first dirty offset), in Kafka's checkpoint file format.
+
+The log cleaner writes a pass's segments under `cleaner/`; renaming that directory to `swap/` commits
+them. `open` completes a committed swap (old segments out, new ones in) and discards an uncommitted one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.log.cleaner import CLEANER_DIR, REPLACES_FILE, CleaningJob, CleaningResult
 from broker.log.config import LogConfig
 from broker.log.segment import LogSegment, file_name
 from protocol.records import (
@@ -37,6 +42,8 @@ log = logging.getLogger(__name__)
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+SWAP_DIR = "swap"
 _LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch: outside the CRC
 
@@ -77,7 +84,8 @@ class PartitionLog:
         self._recovery_point = recovery_point
         self._unflushed: list[LogSegment] = []  # rolled segments not yet fdatasynced
         self._dir_dirty = False  # a segment file was created since the last flush
-        self._generation = 0  # bumped by truncation: a flush that started before must not publish
+        self._generation = 0  # bumped by truncation: a flush or cleaning that started before must not publish
+        self._first_dirty: int | None = None  # the cleaner checkpoint, read on first use
         self._lock = threading.Lock()  # segment list changes vs. the flushing thread's capture
         self._flush_lock = threading.Lock()  # one flush at a time; truncation and close wait for it
 
@@ -286,6 +294,57 @@ class PartitionLog:
             if rolled:
                 self._set_recovery_point(active.base_offset)
 
+    # --- compaction ---------------------------------------------------------------------------------------
+
+    def cleanable_segments(self) -> tuple[list[LogSegment], int, int]:
+        """The closed segments already flushed (the cleaner rewrites only durable data), oldest first; the
+        log's generation (truncation bumps it); the active segment's base offset."""
+        with self._lock:
+            closed = []
+            for segment in self._segments[:-1]:
+                if segment in self._unflushed:
+                    break
+                closed.append(segment)
+            return closed, self._generation, self._segments[-1].base_offset
+
+    @property
+    def first_dirty_offset(self) -> int:
+        """Where the cleaner's next pass starts reading new data (the cleaner checkpoint)."""
+        if self._first_dirty is None:
+            self._first_dirty = _read_checkpoint(self.directory / CLEANER_CHECKPOINT) or 0
+        if not self.log_start_offset <= self._first_dirty <= self._segments[-1].base_offset:
+            return self.log_start_offset  # truncated or deleted below it: clean everything again
+        return self._first_dirty
+
+    def swap_cleaned(self, job: CleaningJob, result: CleaningResult, *, now_ms: int) -> bool:
+        """Put a cleaning pass's new segments in place of the ones it read, unless the log changed under it
+        (retention, DeleteRecords or truncation removed some): then the pass is discarded (False)."""
+        old = job.originals[:result.replaced]
+        with self._lock:
+            start = next((i for i, s in enumerate(self._segments) if s is old[0]), -1)
+            current = self._segments[start:start + len(old)] if start >= 0 else []
+            unchanged = (job.generation == self._generation and len(current) == len(old)
+                         and all(a is b for a, b in zip(current, old, strict=True)))
+        if not unchanged:
+            shutil.rmtree(result.directory, ignore_errors=True)
+            return False
+        os.rename(result.directory, self.directory / SWAP_DIR)
+        _fsync_dir(self.directory)  # the commit point: from here a crash completes the swap at open
+        for segment in old:
+            segment.close()
+        bases = _complete_swap(self.directory)
+        new = [LogSegment.open(self.directory, base, self.config, now_ms) for base in bases]
+        for segment in new:
+            if not segment.load_indexes():
+                segment.recover()
+        with self._lock:
+            self._segments[start:start + len(old)] = new
+            self._bases = [s.base_offset for s in self._segments]
+        self.size_bytes = sum(s.size for s in self._segments)
+        self._first_dirty = result.end_offset
+        _write_checkpoint(self.directory / CLEANER_CHECKPOINT, self.directory, result.end_offset)
+        return True
+
     def _set_recovery_point(self, offset: int) -> None:
         if offset != self._recovery_point:
             _write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT, self.directory, offset)
@@ -460,7 +519,13 @@ def _now(now_ms: int | None) -> int:
 
 
 def _scan_directory(directory: Path) -> list[int]:
-    """Base offsets of the segments; leftovers of interrupted deletions and swaps are removed."""
+    """Base offsets of the segments; leftovers of interrupted deletions and swaps are removed, a
+    committed cleaner swap is completed."""
+    if (directory / SWAP_DIR).is_dir():
+        log.warning("%s: completing an interrupted cleaner swap", directory)
+        _complete_swap(directory)
+    if (directory / CLEANER_DIR).is_dir():
+        shutil.rmtree(directory / CLEANER_DIR)
     bases: list[int] = []
     indexes: list[tuple[int, str]] = []
     for entry in os.scandir(directory):
@@ -481,6 +546,34 @@ def _scan_directory(directory: Path) -> list[int]:
         if base not in known:
             log.warning("%s: removing index %s without its log", directory, name)
             os.unlink(directory / name)
+    return sorted(bases)
+
+
+def _complete_swap(directory: Path) -> list[int]:
+    """Move a committed cleaner pass (`swap/`) into the log: first delete the segments it replaces (listed
+    in its REPLACES_FILE, which is then renamed to mark that step done), then move the new files in.
+    Idempotent, so a crash in the middle is completed by the next open. Returns the base offsets moved."""
+    swap = directory / SWAP_DIR
+    replaces, moving = swap / REPLACES_FILE, swap / (REPLACES_FILE + ".done")
+    if replaces.exists():
+        first, end = (int(x) for x in replaces.read_text().split())
+        for entry in os.scandir(directory):
+            stem, _, suffix = entry.name.partition(".")
+            if suffix in ("log", "index", "timeindex") and len(stem) == 20 and stem.isdigit() \
+                    and first <= int(stem) < end:
+                os.unlink(entry.path)
+        _fsync_dir(directory)
+        os.rename(replaces, moving)
+    bases = []
+    for entry in os.scandir(swap):
+        if entry.name != moving.name:
+            os.replace(entry.path, directory / entry.name)
+            stem, _, suffix = entry.name.partition(".")
+            if suffix == "log":
+                bases.append(int(stem))
+    moving.unlink(missing_ok=True)
+    os.rmdir(swap)
+    _fsync_dir(directory)
     return sorted(bases)
 
 

@@ -324,6 +324,12 @@ class LogSegment:
                 return None
         return None
 
+    def first_batch_timestamp(self) -> int:
+        """The first batch's max timestamp (max.compaction.lag.ms counts from it); -1 when empty."""
+        if self.size < HEAD_SIZE:
+            return -1
+        return _HEAD.unpack(os.pread(self.fd, HEAD_SIZE, 0))[8]
+
     def largest_timestamp(self) -> int:
         """For retention: the max timestamp, or the file's mtime when no batch has one (Kafka)."""
         if self.max_timestamp >= 0:

@@ -1,0 +1,85 @@
+"""The log cleaner service: compacts the partitions of `cleanup.policy=compact` topics in the background.
+
+Each round looks at every compacted partition (`__consumer_offsets` and `__transaction_state` included);
+a partition that is due (`broker.log.cleaner.plan_cleaning`) is cleaned in a worker thread, so produce
+and fetch go on meanwhile, and the new segments are swapped in on the event loop. With nothing to clean
+it sleeps log.cleaner.backoff.ms. Shutting down does not wait for a pass in progress: its thread only
+writes the `cleaner/` directory, which the next open removes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.log.cleaner import CleaningResult, plan_cleaning
+from broker.log.producer_snapshot import save_producer_state
+
+if TYPE_CHECKING:
+    from broker.state import BrokerState
+    from broker.topics import Partition
+
+log = logging.getLogger(__name__)
+
+
+class LogCleaner:
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+        self._horizons: dict[tuple[str, int], int] = {}  # a kept batch's delete horizon, per partition
+        self._failed: set[tuple[str, int]] = set()  # Kafka marks such a partition uncleanable until restart
+        self.passes = 0
+
+    async def run(self) -> None:
+        backoff = self.state.config.log_cleaner_backoff_ms / 1000
+        while True:
+            if not await self.clean_round():
+                await trio.sleep(backoff)
+
+    async def clean_round(self) -> int:
+        """One look at every compacted partition; returns the number of partitions cleaned."""
+        cleaned = 0
+        for topic in self.state.topics:
+            for partition in topic.partitions:
+                if partition.log.config.compacted and not partition.log.closed:
+                    cleaned += await self.clean(partition)
+        return cleaned
+
+    async def clean(self, partition: Partition) -> bool:
+        """Clean the partition if it is due; True when a pass was swapped in."""
+        name = (partition.topic, partition.index)
+        if name in self._failed:
+            return False
+        plog, now = partition.log, self.state.now_ms()
+        horizon = self._horizons.get(name)
+        job = plan_cleaning(plog, partition.producers, now_ms=now, first_dirty=plog.first_dirty_offset,
+                            horizon_due=horizon is not None and horizon <= now,
+                            max_map_entries=self.state.config.log_cleaner_dedupe_buffer_entries)
+        if job is None:
+            return False
+        try:
+            result: CleaningResult = await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
+        except (OSError, ValueError) as exc:  # CorruptRecordError is a ValueError
+            log.error("cleaning %s-%d failed, not cleaning it again until restart: %s", *name, exc)
+            self._failed.add(name)
+            return False
+        if plog.closed or not plog.swap_cleaned(job, result, now_ms=self.state.now_ms()):
+            return False
+        self.passes += 1
+        if result.delete_horizon is None:
+            self._horizons.pop(name, None)
+        else:
+            self._horizons[name] = result.delete_horizon
+        # The aborted transactions below the cleaned range have no data left (and their markers may be
+        # gone): forget them, also in the snapshot a restart would load.
+        partition.producers.drop_aborted_before(result.end_offset)
+        try:
+            await trio.to_thread.run_sync(plog.flush)
+            save_producer_state(plog, partition.producers)
+        except OSError as exc:
+            log.error("snapshot of %s-%d after cleaning failed: %s", *name, exc)
+        log.info("cleaned %s-%d up to offset %d: %d bytes -> %d, %d records and %d markers removed", *name,
+                 result.end_offset, result.bytes_read, result.bytes_written, result.records_removed,
+                 result.markers_removed)
+        return True
