@@ -9,7 +9,7 @@ COPY zk zk
 COPY jobs jobs
 RUN pip install --no-cache-dir .
 
-# The Spark jobs (docker-compose's `pipeline` service): Java 17 for Spark 4, pyspark; `ps` for Spark's scripts.
+# The Spark jobs (docker-compose's `pipeline` service): Java (17+, as Spark 4 needs), pyspark; `ps` for Spark's scripts.
 FROM base AS pipeline
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends default-jre-headless procps \

@@ -19,12 +19,15 @@ ROWS = 4000
 SPARK_PARTITIONS = 4  # 1000 rows each
 FAILED_PARTITION = 1
 ROWS_BEFORE_CRASH = ROWS // SPARK_PARTITIONS // 2  # the midway crash flushes half its partition first
+# Far beyond the tests' waits: a dead attempt's transaction must be aborted by fencing, not by its timeout.
+TRANSACTION_TIMEOUT_MS = 600_000
 
 
 def write(spark, bootstrap: str, topic: str, delivery: str, *extra: str):
     args = spark_to_kafka.build_parser().parse_args([
         "--bootstrap", bootstrap, "--topic", topic, "--generate", str(ROWS), "--partitions", "3",
-        "--spark-partitions", str(SPARK_PARTITIONS), "--delivery", delivery, *extra])
+        "--spark-partitions", str(SPARK_PARTITIONS), "--delivery", delivery,
+        "--producer-option", f"transaction_timeout_ms={TRANSACTION_TIMEOUT_MS}", *extra])
     return {r.spark_partition: r for r in spark_to_kafka.run(spark, args)}
 
 
