@@ -6,8 +6,9 @@ ARGS ?=
 PYTEST_ARGS ?=
 KBENCH ?= ../shared/bench/kbench.py
 BENCH_PORT ?= 19092
+PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench clean
+.PHONY: install system-deps run test lint bench pipeline clean
 
 install: $(VENV)/.installed
 
@@ -26,6 +27,11 @@ run: install
 
 test: install system-deps
 	$(PY) -m pytest $(PYTEST_ARGS) tests
+
+# The Spark pipeline on PIPELINE_ROWS generated rows, exactly once, then its read_committed verification;
+# starts a broker on 127.0.0.1:9092 unless one answers there (see README, "The data pipeline").
+pipeline: install system-deps
+	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
 
 lint: install
 	$(VENV)/bin/ruff check .

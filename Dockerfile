@@ -1,0 +1,25 @@
+# minibroker images. `docker build .` gives the broker (the last stage); `--target pipeline` the Spark jobs.
+FROM python:3.11-slim AS base
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY broker broker
+COPY protocol protocol
+COPY coordinator coordinator
+COPY zk zk
+COPY jobs jobs
+RUN pip install --no-cache-dir .
+
+# The Spark jobs (docker-compose's `pipeline` service): Java (17+, as Spark 4 needs), pyspark; `ps` for Spark's scripts.
+FROM base AS pipeline
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends default-jre-headless procps \
+    && rm -rf /var/lib/apt/lists/*
+RUN pip install --no-cache-dir '.[pipeline]'
+ENTRYPOINT ["python", "-m", "jobs.spark_to_kafka"]
+
+# The broker.
+FROM base AS broker
+VOLUME /var/lib/minibroker
+EXPOSE 9092
+ENTRYPOINT ["python", "-m", "broker"]
+CMD ["--listen", "0.0.0.0:9092", "--data-dir", "/var/lib/minibroker"]

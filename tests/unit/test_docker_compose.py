@@ -1,0 +1,92 @@
+"""docker-compose.yml, offline: Docker's own validator accepts it (Debian's `docker-compose config -q`, which
+`make test` installs), its broker command line is one the real CLI takes, with listeners for the compose
+network and for the host, and the pipeline's job command lines are ones the jobs' parsers take. The images are
+not built here (no Docker daemon needed)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from broker.cli import build_parser, config_from_args
+from jobs import kafka_to_spark, spark_to_kafka
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = REPO / "docker-compose.yml"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_docker_compose_validates_the_file() -> None:
+    if shutil.which("docker-compose") is None:
+        missing = "docker-compose is not installed (Debian: apt-get install docker-compose; make test installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    result = subprocess.run(["docker-compose", "-f", str(COMPOSE), "config", "-q"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_broker_command_line_is_one_the_cli_takes(compose) -> None:
+    broker = compose["services"]["broker"]
+    config = config_from_args(build_parser().parse_args([str(a) for a in broker["command"]]))
+    assert config.zookeeper_connect == "zookeeper:2181"
+    advertised = {(l.advertised_host, l.advertised_port): (l.host, l.port) for l in config.listeners}
+    # One listener for the compose network, one for clients on the host through the published port 9092.
+    assert advertised[("broker", 29092)] == ("0.0.0.0", 29092)
+    assert advertised[("localhost", 9092)] == ("0.0.0.0", 9092)
+    assert "9092:9092" in broker["ports"]
+    assert str(config.data_dir) == broker["volumes"][0].split(":")[1]
+
+
+def test_services_start_in_order_behind_health_checks(compose) -> None:
+    services = compose["services"]
+    assert services["zookeeper"]["image"].startswith("zookeeper:")  # the official image
+    assert services["broker"]["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
+    assert services["pipeline"]["depends_on"] == {"broker": {"condition": "service_healthy"}}
+    for name in ("zookeeper", "broker"):
+        assert services[name]["healthcheck"]["test"][0] == "CMD"
+    # The broker's health check probes the in-network listener.
+    assert "29092" in " ".join(services["broker"]["healthcheck"]["test"])
+    assert services["pipeline"]["restart"] == "no"
+
+
+def test_pipeline_runs_both_jobs_with_options_they_take(compose) -> None:
+    pipeline = compose["services"]["pipeline"]
+    assert pipeline["entrypoint"] == ["sh", "-c"]
+    script = pipeline["command"][0].replace("$$", "$")
+    # The shell's variables: the service's environment, and the topic the script's first step sets.
+    variables = {**pipeline["environment"], "topic": "pipeline-1700000000"}
+    steps = [shlex.split(step) for step in script.split("&&")]
+    assert steps[0][0].startswith("topic=")
+    jobs = {step[2]: [re.sub(r"\$(\w+)", lambda m: variables[m.group(1)], arg) for arg in step[3:]]
+            for step in steps if step[:2] == ["python", "-m"]}
+    assert set(jobs) == {"jobs.spark_to_kafka", "jobs.kafka_to_spark"}
+    write = spark_to_kafka.build_parser().parse_args(jobs["jobs.spark_to_kafka"])
+    read = kafka_to_spark.build_parser().parse_args(jobs["jobs.kafka_to_spark"])
+    assert write.bootstrap == read.bootstrap == "broker:29092"
+    assert write.delivery == "exactly-once"
+    assert read.verify and read.topic == write.topic
+    assert pipeline["environment"]["ROWS"].isdigit()
+
+
+def test_dockerfile_has_the_stages_compose_builds(compose) -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    stages = {name: image for image, name in re.findall(r"^FROM (\S+) AS (\S+)$", dockerfile, re.M)}
+    assert stages["base"] == "python:3.11-slim"
+    for service in ("broker", "pipeline"):
+        assert compose["services"][service]["build"]["target"] in stages
+    broker_stage = dockerfile.split("AS broker", 1)[1]
+    assert 'ENTRYPOINT ["python", "-m", "broker"]' in broker_stage and "EXPOSE 9092" in broker_stage
+    assert "pip install --no-cache-dir ." in dockerfile
