@@ -202,7 +202,7 @@ class BrokerConfig:
         opt = OPTIONS_BY_NAME.get(kafka_name)
         if opt is None:
             raise ValueError(f"unknown option {kafka_name!r}")
-        setattr(self, opt.attr, _convert(opt, value))
+        setattr(self, opt.attr, convert_option(opt, value))
         self.validate()
 
     def validate(self) -> None:
@@ -225,7 +225,7 @@ class BrokerConfig:
         return dataclasses.replace(self, **changes)
 
 
-def _convert(opt: Option, value: str) -> Any:
+def convert_option(opt: Option, value: str) -> Any:
     if opt.kind is bool:
         lowered = value.strip().lower()
         if lowered not in ("true", "false"):

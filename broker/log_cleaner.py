@@ -32,10 +32,9 @@ class LogCleaner:
         self.passes = 0
 
     async def run(self) -> None:
-        backoff = self.state.config.log_cleaner_backoff_ms / 1000
         while True:
             if not await self.clean_round():
-                await trio.sleep(backoff)
+                await trio.sleep(self.state.config.log_cleaner_backoff_ms / 1000)  # dynamic: read each time
 
     async def clean_round(self) -> int:
         """One look at every compacted partition; returns the number of partitions cleaned."""

@@ -291,13 +291,15 @@ class Server:
 
     async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
         scopes = []
-        for listener in self.config.listeners:
+        for index, listener in enumerate(self.config.listeners):
             sockets = await _open_listeners(listener)
             for sock_listener in sockets:
                 host, port = sock_listener.socket.getsockname()[:2]
                 self.listen_addresses.append((host, port))
-                endpoint = Endpoint(listener.advertised_host or _advertised_host(listener.host, host),
-                                    listener.advertised_port or port)
+                bound_host = _advertised_host(listener.host, host)
+                endpoint = Endpoint(listener.advertised_host or bound_host, listener.advertised_port or port,
+                                    index, bound_host, port)
+                self.state.endpoints.append(endpoint)
                 scope = trio.CancelScope()
                 scopes.append(scope)
                 conn_nursery.start_soon(self._accept_loop, sock_listener, endpoint, conn_nursery, scope)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.config import BrokerConfig
+from broker.dynamic_config import DynamicConfigs
 from broker.log.flusher import GroupFlusher
 from broker.log.producer_snapshot import save_producer_state
 from broker.topics import TopicManager
@@ -31,12 +32,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Endpoint:
-    """What Metadata tells clients for the listener they came in on."""
+    """What Metadata tells clients for the listener they came in on; shared by its connections, and
+    updated when advertised.listeners changes (dynamic broker config)."""
 
     host: str
     port: int
+    listener: int = 0  # index in config.listeners
+    bound_host: str = ""  # advertised when the listener has no advertised address of its own
+    bound_port: int = 0
 
 
 def wall_clock_ms() -> int:
@@ -51,7 +56,11 @@ class BrokerState:
         data_dir = Path(config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _load_cluster_id(data_dir, config)
+        # Before the topics: their logs take the broker defaults, dynamic ones included.
+        self.dynamic = DynamicConfigs(config, data_dir / "meta" / "dynamic-broker-configs.json")
         self.topics = TopicManager(config, self.now_ms())
+        self.endpoints: list[Endpoint] = []  # registered by the server's listeners
+        self.dynamic.on_change += [self.topics.refresh_log_configs, self.readvertise]
         self.flusher = GroupFlusher(config.fsync)
         self._appended = trio.Event()
         self.block_store = _block_store(config, data_dir)
@@ -95,6 +104,13 @@ class BrokerState:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1  # retriable: ZooKeeper is back soon
         except ProducerIdsExhaustedError:
             return ErrorCode.UNKNOWN_SERVER_ERROR, -1
+
+    def readvertise(self) -> None:
+        """Apply the listeners' advertised addresses to the endpoints Metadata reports."""
+        for endpoint in self.endpoints:
+            listener = self.config.listeners[endpoint.listener]
+            endpoint.host = listener.advertised_host or endpoint.bound_host
+            endpoint.port = listener.advertised_port or endpoint.bound_port
 
     @staticmethod
     def now_ms() -> int:

@@ -237,6 +237,13 @@ class TopicManager:
         log.info("topic %s configs now %s", name, checked)
         return topic
 
+    def refresh_log_configs(self) -> None:
+        """The broker defaults changed (dynamic broker configs): every log takes its new effective config."""
+        for topic in self._by_name.values():
+            config = log_config(topic.configs, self.config)
+            for p in topic.partitions:
+                p.log.config = config
+
     def effective_configs(self, topic: Topic) -> dict[str, str]:
         return effective_configs(topic.configs, self.config)
 

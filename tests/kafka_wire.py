@@ -15,7 +15,8 @@ from protocol.schema import message, request_spec
 _RESPONSES = {0: "ProduceResponse", 22: "InitProducerIdResponse", 1: "FetchResponse", 2: "ListOffsetsResponse",
               3: "MetadataResponse", 18: "ApiVersionsResponse", 19: "CreateTopicsResponse",
               24: "AddPartitionsToTxnResponse", 33: "AlterConfigsResponse",
-              23: "OffsetForLeaderEpochResponse"}
+              23: "OffsetForLeaderEpochResponse", 32: "DescribeConfigsResponse",
+              44: "IncrementalAlterConfigsResponse"}
 
 
 class WireClient:

@@ -1,5 +1,6 @@
-"""AlterConfigs: replace a topic's overrides. Topic configs change, persist and take effect; this broker's
-own settings are fixed at start. `alter` also serves IncrementalAlterConfigs."""
+"""AlterConfigs: replace a topic's overrides, or this broker's dynamic configs (per broker, or the cluster
+default with resource name ""); they are validated, persisted and take effect at once. `alter` also
+serves IncrementalAlterConfigs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from broker.config import OPTIONS_BY_NAME
 from broker.dispatch import RequestContext
+from broker.dynamic_config import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, listeners_value
 from broker.topic_config import LIST, TOPIC_CONFIGS, config_type
 from broker.topics import TopicError
 from protocol.header import ErrorCode
@@ -24,13 +27,22 @@ class _Refused(Exception):
         self.message = message
 
 
-def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], str]) -> dict[str, str]:
+def _topic_list(name: str) -> bool:
+    definition = TOPIC_CONFIGS.get(name)
+    return definition is not None and config_type(definition.check) == LIST
+
+
+def _broker_list(name: str) -> bool:
+    return name in ("advertised.listeners", "log.cleanup.policy")
+
+
+def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], str | None],
+                 is_list: Callable[[str], bool]) -> dict[str, str]:
     """Kafka's ConfigAdminManager.prepareIncrementalConfigs over the current overrides."""
     out = dict(current)
     for c in ops:
         op, name, value = c.config_operation, c.name, c.value
-        definition = TOPIC_CONFIGS.get(name)
-        if op in (APPEND, SUBTRACT) and (definition is None or config_type(definition.check) != LIST):
+        if op in (APPEND, SUBTRACT) and not is_list(name):
             raise _Refused(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {name}"
                            if op == APPEND else f"Config value subtract is not allowed for config key: {name}")
         if op == SET:
@@ -40,7 +52,7 @@ def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], st
         elif op == DELETE:
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            items = [v.strip() for v in out.get(name, defaults(name)).split(",") if v.strip()]
+            items = [v.strip() for v in (out.get(name) or defaults(name) or "").split(",") if v.strip()]
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
             if op == APPEND:
                 items += [v for v in given if v not in items]
@@ -54,8 +66,7 @@ def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], st
 
 def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> tuple[ErrorCode, str | None]:
     if resource.resource_type == BROKER:
-        names = sorted(c.name for c in resource.configs)
-        return ErrorCode.INVALID_CONFIG, f"Cannot update these configs dynamically: {names}"
+        return _alter_broker(ctx, resource, incremental, validate_only)
     if resource.resource_type != TOPIC:
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
     topics = ctx.state.topics
@@ -65,7 +76,7 @@ def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only:
     try:
         if incremental:
             effective = topics.effective_configs(topic)
-            overrides = _incremental(topic.configs, resource.configs, lambda n: effective.get(n, ""))
+            overrides = _incremental(topic.configs, resource.configs, effective.get, _topic_list)
         else:
             overrides = {c.name: c.value for c in resource.configs}
         topics.alter_configs(topic.name, overrides, validate_only=validate_only)
@@ -76,6 +87,39 @@ def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only:
     except OSError as exc:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
     return ErrorCode.NONE, None
+
+
+def _alter_broker(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool
+                  ) -> tuple[ErrorCode, str | None]:
+    name = resource.resource_name
+    if name not in ("", str(ctx.state.node_id)):
+        return ErrorCode.INVALID_REQUEST, (f"Unexpected broker id, expected {ctx.state.node_id} or empty string, "
+                                           f"but received {name}")
+    dynamic = ctx.state.dynamic
+    level = DEFAULT_LEVEL if name == "" else BROKER_LEVEL
+    try:
+        if incremental:
+            current = {n: v for n, v in dynamic.levels[level].items()}
+            overrides = _incremental(current, resource.configs, lambda n: _current_value(ctx, n), _broker_list)
+        else:
+            overrides = {c.name: c.value for c in resource.configs}
+        dynamic.alter(level, overrides, validate_only=validate_only)
+    except _Refused as exc:
+        return exc.error, exc.message
+    except DynamicConfigError as exc:
+        # ZooKeeper-mode Kafka (ZkAdminManager.alterConfigs) answers a ConfigException so.
+        return ErrorCode.INVALID_REQUEST, f"Invalid config value for resource ConfigResource(type=BROKER, " \
+                                          f"name='{name}'): {exc}"
+    except OSError as exc:
+        return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    return ErrorCode.NONE, None
+
+
+def _current_value(ctx: RequestContext, name: str) -> str | None:
+    if name == "advertised.listeners":
+        return listeners_value(ctx.state.config.listeners, advertised=True)
+    option = OPTIONS_BY_NAME.get(name)
+    return None if option is None else str(getattr(ctx.state.config, option.attr))
 
 
 def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:

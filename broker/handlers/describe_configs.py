@@ -1,5 +1,5 @@
 """DescribeConfigs: topic configs (override or broker default, with Kafka's sources and synonyms) and this
-broker's own settings (read-only: they are set at start)."""
+broker's own settings (static, or dynamic: see broker.dynamic_config; the others are read-only)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from typing import Any
 
 from broker.config import OPTIONS, BrokerConfig
 from broker.dispatch import RequestContext
-from broker.topic_config import BOOLEAN, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
+from broker.dynamic_config import (
+    BROKER_LEVEL,
+    DEFAULT_LEVEL,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    RECONFIGURABLE,
+    DynamicConfigs,
+    listeners_value,
+)
+from broker.topic_config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
 from protocol.header import ErrorCode
 
 TOPIC = 2
@@ -19,21 +28,38 @@ STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
 _DEFAULTS = BrokerConfig()
+_BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
 
 
-def _broker_value(config: BrokerConfig, attr: str) -> str:
-    value = getattr(config, attr)
+def _text(value: Any) -> str | None:
     if isinstance(value, bool):
         return str(value).lower()
-    return "" if value is None else str(value)
+    return None if value is None else str(value)
 
 
-def _broker_source(config: BrokerConfig, attr: str) -> int:
-    # Settings differing from the built-in default were given at start (--override, CLI flags).
-    return STATIC_BROKER_CONFIG if getattr(config, attr) != getattr(_DEFAULTS, attr) else DEFAULT_CONFIG
+def _static_and_default(name: str, static: BrokerConfig) -> tuple[str | None, str | None]:
+    """A broker setting's value at start (command line) and its built-in default."""
+    if name in ("listeners", "advertised.listeners"):
+        advertised = name == "advertised.listeners"
+        return (listeners_value(static.listeners, advertised=advertised),
+                None if advertised else listeners_value(_DEFAULTS.listeners, advertised=False))
+    attr = _BROKER_OPTIONS[name].attr
+    return _text(getattr(static, attr)), _text(getattr(_DEFAULTS, attr))
 
 
-_BROKER_ATTRS = {o.kafka_name: o for o in OPTIONS}
+def broker_chain(dynamic: DynamicConfigs, name: str, static_value: str | None, default_value: str | None
+                 ) -> list[dict[str, Any]]:
+    """Kafka's synonym order for a broker setting: per-broker dynamic, cluster default, static, default
+    (levels that do not set it are left out, as is a null default)."""
+    chain = []
+    for level, source in ((BROKER_LEVEL, DYNAMIC_BROKER_CONFIG), (DEFAULT_LEVEL, DYNAMIC_DEFAULT_BROKER_CONFIG)):
+        if name in dynamic.levels[level]:
+            chain.append({"name": name, "value": dynamic.levels[level][name], "source": source})
+    if static_value != default_value:
+        chain.append({"name": name, "value": static_value, "source": STATIC_BROKER_CONFIG})
+    if default_value is not None:
+        chain.append({"name": name, "value": default_value, "source": DEFAULT_CONFIG})
+    return chain
 
 
 def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms: list[dict[str, Any]],
@@ -45,7 +71,7 @@ def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms:
 
 def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str] | None, synonyms: bool,
                    version: int) -> list[dict[str, Any]]:
-    config = ctx.state.config
+    config, dynamic = ctx.state.config, ctx.state.dynamic
     out = []
     for name, definition in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
@@ -54,46 +80,48 @@ def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str
         if name in overrides:
             chain.append({"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         broker_name = definition.broker_synonym
-        default = definition.default(config)
-        option = _BROKER_ATTRS.get(broker_name) if broker_name else None
-        if option is not None and _broker_source(config, option.attr) == STATIC_BROKER_CONFIG:
-            chain.append({"name": broker_name, "value": default, "source": STATIC_BROKER_CONFIG})
+        if broker_name in _BROKER_OPTIONS:
+            chain += broker_chain(dynamic, broker_name, definition.default(dynamic.static),
+                                  definition.default(_DEFAULTS))
         else:
-            chain.append({"name": broker_name or name, "value": default, "source": DEFAULT_CONFIG})
+            chain.append({"name": broker_name or name, "value": definition.default(config),
+                          "source": DEFAULT_CONFIG})
         top = chain[0]
         out.append(_entry(name, top["value"], top["source"], False, chain if synonyms else [],
                           config_type(definition.check), version))
     return out
 
 
-def _listener_configs(config: BrokerConfig) -> list[tuple[str, str | None, int]]:
-    """listeners / advertised.listeners as Kafka names them (PLAINTEXT://host:port, comma-separated)."""
-    def url(host: str, port: int) -> str:
-        return f"PLAINTEXT://{'[' + host + ']' if ':' in host else host}:{port}"
-    listeners = ",".join(url(li.host, li.port) for li in config.listeners)
-    advertised = [li for li in config.listeners if li.advertised_host or li.advertised_port]
-    advertised_value = ",".join(url(li.advertised_host or li.host, li.advertised_port or li.port)
-                                for li in config.listeners) if advertised else None
-    return [("listeners", listeners, STATIC_BROKER_CONFIG),
-            ("advertised.listeners", advertised_value, STATIC_BROKER_CONFIG if advertised else DEFAULT_CONFIG)]
+def _kind(name: str) -> int:
+    if name in ("listeners", "advertised.listeners"):
+        return LIST
+    option = _BROKER_OPTIONS[name]
+    return BOOLEAN if option.kind is bool else STRING if option.kind in (str, Path) else \
+        DOUBLE if option.kind is float else LONG if name.endswith(".ms") else INT
 
 
 def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int) -> list[dict]:
-    config = ctx.state.config
+    dynamic = ctx.state.dynamic
     out = []
-    for name, value, source in _listener_configs(config):
-        if keys is None or name in keys:
-            chain = [{"name": name, "value": value, "source": source}]
-            out.append(_entry(name, value, source, True, chain if synonyms else [], LIST, version))
-    for option in OPTIONS:
-        if keys is not None and option.kafka_name not in keys:
+    for name in ("listeners", "advertised.listeners", *_BROKER_OPTIONS):
+        if keys is not None and name not in keys:
             continue
-        value = _broker_value(config, option.attr)
-        source = _broker_source(config, option.attr)
-        kind = BOOLEAN if option.kind is bool else STRING if option.kind in (str, Path) else \
-            LONG if option.kafka_name.endswith(".ms") else INT
-        chain = [{"name": option.kafka_name, "value": value, "source": source}]
-        out.append(_entry(option.kafka_name, value, source, True, chain if synonyms else [], kind, version))
+        chain = broker_chain(dynamic, name, *_static_and_default(name, dynamic.static))
+        value, source = (chain[0]["value"], chain[0]["source"]) if chain else (None, DEFAULT_CONFIG)
+        out.append(_entry(name, value, source, name not in RECONFIGURABLE, chain if synonyms else [],
+                          _kind(name), version))
+    return out
+
+
+def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int
+                           ) -> list[dict]:
+    """The cluster-wide dynamic defaults (resource name ""): only what is set at that level, as Kafka."""
+    out = []
+    for name, value in sorted(ctx.state.dynamic.levels[DEFAULT_LEVEL].items()):
+        if keys is None or name in keys:
+            chain = [{"name": name, "value": value, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}]
+            out.append(_entry(name, value, DYNAMIC_DEFAULT_BROKER_CONFIG, False, chain if synonyms else [],
+                              _kind(name), version))
     return out
 
 
@@ -118,7 +146,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                               error_message=f"Unexpected broker id, expected {ctx.state.node_id} or empty "
                                             f"string, but received {r.resource_name}")
             elif r.resource_name == "":
-                result["configs"] = []  # no dynamic cluster-wide defaults: nothing is set at that level
+                result["configs"] = _default_level_configs(ctx, keys, synonyms, version)
             else:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
         else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (
@@ -280,3 +282,70 @@ def test_describe_cluster_and_offset_for_leader_epoch(minibroker, topic_name):
         [ours, missing] = resp.topics[0].partitions
         assert (ours.error_code, ours.leader_epoch, ours.end_offset) == (0, 0, 3)
         assert missing.error_code == 3
+
+
+def test_dynamic_broker_configs_take_effect_and_persist(minibroker_server, topic_name):
+    bootstrap = minibroker_server.bootstrap
+    create_topic(bootstrap, topic_name, 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    broker = ConfigResource("broker", "0")
+    topic = ConfigResource("topic", topic_name)
+    configs = admin.describe_configs([broker])[broker].result(10)
+    assert not configs["log.retention.ms"].is_read_only and configs["num.partitions"].is_read_only
+    advertised = configs["advertised.listeners"]
+    assert (advertised.value, advertised.is_read_only, advertised.source) == (None, False,
+                                                                              ConfigSource.DEFAULT_CONFIG.value)
+
+    # A cluster-wide default (resource name "", which both admin clients refuse to send: raw requests), then
+    # a per-broker value over it: topics without an override follow.
+    def alter_default(name: str, value: str) -> Any:
+        with WireClient(bootstrap) as c:
+            return c.request(44, 1, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+                {"name": name, "config_operation": 0, "value": value}]}], "validate_only": False}).responses[0]
+
+    assert alter_default("log.retention.ms", "7000").error_code == 0
+    assert alter_default("advertised.listeners", "PLAINTEXT://h:1").error_code == 42  # INVALID_REQUEST
+    with WireClient(bootstrap) as c:
+        described = c.request(32, 4, {"resources": [{"resource_type": 4, "resource_name": "",
+                                                     "configuration_keys": None}],
+                                      "include_synonyms": False, "include_documentation": False})
+    assert [(e.name, e.value) for e in described.results[0].configs] == [("log.retention.ms", "7000")]
+    change = ConfigResource("broker", "0", incremental_configs=[
+        ConfigEntry("log.retention.ms", "8000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([change])[change].result(10)
+    entry = admin.describe_configs([topic])[topic].result(10)["retention.ms"]
+    assert entry.value == "8000" and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    with WireClient(bootstrap) as c:  # confluent-kafka keys synonyms by name: they share one here
+        described = c.request(32, 4, {"resources": [{"resource_type": 2, "resource_name": topic_name,
+                                                     "configuration_keys": ["retention.ms"]}],
+                                      "include_synonyms": True, "include_documentation": False})
+    assert [(s.name, s.value, s.source) for s in described.results[0].configs[0].synonyms] == [
+        ("log.retention.ms", "8000", 2), ("log.retention.ms", "7000", 3), ("log.retention.ms", "604800000", 5)]
+    assert minibroker_server.call(
+        lambda state: state.topics.get(topic_name).partitions[0].log.config.retention_ms) == 8000
+
+    # advertised.listeners: Metadata tells clients the new address at once.
+    port = minibroker_server.port
+    change = ConfigResource("broker", "0", incremental_configs=[ConfigEntry(
+        "advertised.listeners", f"PLAINTEXT://localhost:{port}", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([change])[change].result(10)
+    kp = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        assert [(b["host"], b["port"]) for b in kp.describe_cluster()["brokers"]] == [("localhost", port)]
+    finally:
+        kp.close()
+
+    # Refusals: a static-only setting, a bad value.
+    for entries in ([("num.partitions", "3")], [("log.retention.ms", "x")]):
+        bad = ConfigResource("broker", "0", incremental_configs=[
+            ConfigEntry(n, v, incremental_operation=AlterConfigOpType.SET) for n, v in entries])
+        with pytest.raises(KafkaException) as failure:
+            admin.incremental_alter_configs([bad])[bad].result(10)
+        assert failure.value.args[0].name() == "INVALID_REQUEST", entries
+
+    minibroker_server.restart()
+    admin = AdminClient({"bootstrap.servers": minibroker_server.bootstrap})
+    assert admin.describe_configs([topic])[topic].result(10)["retention.ms"].value == "8000"
+    configs = admin.describe_configs([broker])[broker].result(10)
+    assert configs["advertised.listeners"].value == f"PLAINTEXT://localhost:{port}"
+    assert configs["advertised.listeners"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
