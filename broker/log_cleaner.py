@@ -46,23 +46,30 @@ class LogCleaner:
         return cleaned
 
     async def clean(self, partition: Partition) -> bool:
-        """Clean the partition if it is due; True when a pass was swapped in."""
+        """Clean the partition if it is due; True when a pass was swapped in. A failure (disk, corrupt data)
+        stops cleaning this partition, never the broker."""
         name = (partition.topic, partition.index)
         if name in self._failed:
             return False
-        plog, now = partition.log, self.state.now_ms()
+        try:
+            return await self._clean(partition, name)
+        except (OSError, ValueError) as exc:  # CorruptRecordError is a ValueError
+            log.error("cleaning %s-%d failed, not cleaning it again until restart: %s", *name, exc)
+            self._failed.add(name)
+            return False
+
+    async def _clean(self, partition: Partition, name: tuple[str, int]) -> bool:
+        plog = partition.log
+        if plog.has_unflushed_segments:  # with acks=1 or log.flush.policy=none nothing else may flush soon
+            await trio.to_thread.run_sync(plog.flush)
+        now = self.state.now_ms()
         horizon = self._horizons.get(name)
         job = plan_cleaning(plog, partition.producers, now_ms=now, first_dirty=plog.first_dirty_offset,
                             horizon_due=horizon is not None and horizon <= now,
                             max_map_entries=self.state.config.log_cleaner_dedupe_buffer_entries)
         if job is None:
             return False
-        try:
-            result: CleaningResult = await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
-        except (OSError, ValueError) as exc:  # CorruptRecordError is a ValueError
-            log.error("cleaning %s-%d failed, not cleaning it again until restart: %s", *name, exc)
-            self._failed.add(name)
-            return False
+        result: CleaningResult = await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
         if plog.closed or not plog.swap_cleaned(job, result, now_ms=self.state.now_ms()):
             return False
         self.passes += 1

@@ -308,6 +308,11 @@ class PartitionLog:
             return closed, self._generation, self._segments[-1].base_offset
 
     @property
+    def has_unflushed_segments(self) -> bool:
+        """Rolled segments wait for a flush (the cleaner flushes them first: it rewrites durable data only)."""
+        return bool(self._unflushed)
+
+    @property
     def first_dirty_offset(self) -> int:
         """Where the cleaner's next pass starts reading new data (the cleaner checkpoint)."""
         if self._first_dirty is None:
