@@ -215,3 +215,30 @@ def test_transactional_producer_needs_write_on_its_id(minibroker, topic_name):
     producer.begin_transaction()
     producer.produce(topic_name, b"txn", partition=0)
     producer.commit_transaction(15)
+
+
+def test_describe_apis_answer_authorization_errors(minibroker, topic_name):
+    admin = AdminClient({"bootstrap.servers": minibroker})
+    create_topic(minibroker, topic_name, 1)
+    txn_id = f"tx-{uuid.uuid4().hex[:8]}"
+    _create(admin, _acl(ResourceType.TOPIC, topic_name, AclOperation.ALL),
+            _acl(ResourceType.TRANSACTIONAL_ID, txn_id, AclOperation.DESCRIBE))
+    with WireClient(minibroker) as c:
+        offsets = c.request(ApiKey.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic_name, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                                 "timestamp": -1}]}]})
+        assert offsets.topics[0].partitions[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        epochs = c.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, {"replica_id": -1, "topics": [
+            {"topic": topic_name, "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+        assert epochs.topics[0].partitions[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        producers = c.request(ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic_name,
+                                                                          "partition_indexes": [0]}]})
+        assert producers.topics[0].partitions[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        configs = c.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 2, "resource_name": topic_name, "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": False})
+        assert configs.results[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        txns = c.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn_id]})
+        assert txns.transaction_states[0].error_code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        coordinator = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn_id]})
+        assert coordinator.coordinators[0].error_code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
