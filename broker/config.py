@@ -143,6 +143,11 @@ OPTIONS: tuple[Option, ...] = (
            "transaction_abort_timed_out_interval_ms", int,
            "Upper bound on how late a transaction past its timeout is aborted (minibroker also wakes at "
            "the earliest deadline)."),
+    Option("allow.everyone.if.no.acl.found", "allow_everyone_if_no_acl_found", bool,
+           "A resource without any ACL is open to everyone (true here; Kafka's default is false, but a Kafka "
+           "broker without an authorizer allows everything)."),
+    Option("super.users", "super_users", str,
+           "Principals allowed everything whatever the ACLs, separated by semicolons (User:alice;User:bob)."),
 )
 OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
@@ -196,6 +201,8 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = 604_800_000
     transaction_abort_timed_out_interval_ms: int = 10_000
     transaction_partition_verification_enable: bool = True
+    allow_everyone_if_no_acl_found: bool = True
+    super_users: str = ""
 
     def set_option(self, kafka_name: str, value: str) -> None:
         """Apply one `name=value` override, with Kafka's option name."""

@@ -17,6 +17,9 @@ from typing import Any
 
 from protocol.header import ApiKey
 
+# Without SASL or SSL every client is Kafka's anonymous principal.
+ANONYMOUS = "User:ANONYMOUS"
+
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
@@ -24,6 +27,12 @@ class RequestContext:
     state: Any  # broker.state.BrokerState
     endpoint: Any  # broker.state.Endpoint the client connected to
     peer: str
+    principal: str = ANONYMOUS
+
+    @property
+    def client_host(self) -> str:
+        """The client's address as ACL hosts name it ("127.0.0.1", "::1")."""
+        return self.peer.rpartition(":")[0] if ":" in self.peer else self.peer
 
 
 @dataclass(eq=False)
@@ -145,6 +154,10 @@ def _build_table() -> dict[int, Api]:
             "DescribeTransactionsResponse"),
         Api(ApiKey.LIST_TRANSACTIONS, 0, 1, "list_transactions", "ListTransactionsRequest",
             "ListTransactionsResponse"),
+        # ACLs: Kafka 4.0's ranges (KIP-896 removed v0).
+        Api(ApiKey.DESCRIBE_ACLS, 1, 3, "describe_acls", "DescribeAclsRequest", "DescribeAclsResponse"),
+        Api(ApiKey.CREATE_ACLS, 1, 3, "create_acls", "CreateAclsRequest", "CreateAclsResponse"),
+        Api(ApiKey.DELETE_ACLS, 1, 3, "delete_acls", "DeleteAclsRequest", "DeleteAclsResponse"),
     ]
     return {int(api.key): api for api in apis}
 

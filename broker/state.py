@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.acl_store import AclStore
+from broker.acls import Authorizer, parse_super_users
 from broker.config import BrokerConfig
 from broker.dynamic_config import DynamicConfigs
 from broker.log.flusher import GroupFlusher
@@ -61,6 +63,9 @@ class BrokerState:
         self.topics = TopicManager(config, self.now_ms())
         self.endpoints: list[Endpoint] = []  # registered by the server's listeners
         self.dynamic.on_change += [self.topics.refresh_log_configs, self.readvertise]
+        self.acl_store = AclStore(data_dir)
+        self.authorizer = Authorizer(self.acl_store.load(), super_users=parse_super_users(config.super_users),
+                                     allow_if_no_acl=config.allow_everyone_if_no_acl_found)
         self.flusher = GroupFlusher(config.fsync)
         self._appended = trio.Event()
         self.block_store = _block_store(config, data_dir)

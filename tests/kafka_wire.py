@@ -8,15 +8,10 @@ import struct
 import time
 from typing import Any
 
+from broker.dispatch import lookup
 from protocol.header import RequestHeader, encode_request_header, response_header_version
 from protocol.records import Record, build_batch
 from protocol.schema import message, request_spec
-
-_RESPONSES = {0: "ProduceResponse", 22: "InitProducerIdResponse", 1: "FetchResponse", 2: "ListOffsetsResponse",
-              3: "MetadataResponse", 18: "ApiVersionsResponse", 19: "CreateTopicsResponse",
-              24: "AddPartitionsToTxnResponse", 33: "AlterConfigsResponse",
-              23: "OffsetForLeaderEpochResponse", 32: "DescribeConfigsResponse",
-              44: "IncrementalAlterConfigsResponse"}
 
 
 class WireClient:
@@ -58,7 +53,9 @@ class WireClient:
         (got,) = struct.unpack_from(">i", frame)
         assert got == correlation, (got, correlation)
         offset = 4 if response_header_version(api_key, version) == 0 else 5
-        return message(_RESPONSES[api_key]).decode(version, frame, offset)
+        api = lookup(api_key)
+        assert api is not None
+        return message(api.response_name).decode(version, frame, offset)
 
     def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         return self.receive(api_key, version, self.send(api_key, version, body))

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_names, cluster_authorized
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
 
 def _partitions(ctx: RequestContext, topics: Any) -> tuple[list[tuple[str, int]], dict[tuple[str, int], ErrorCode]]:
-    """The requested partitions, and the errors of those that do not exist (Kafka then attempts none)."""
+    """The requested partitions, and the errors of those the producer may not write (WRITE on the topic) or
+    that do not exist (Kafka then attempts none)."""
     wanted, unknown = [], {}
+    writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics))
     for t in topics:
         topic = ctx.state.topics.get(t.name)
         for p in t.partitions:
-            if topic is None or not 0 <= p < len(topic.partitions):
+            if t.name not in writable:
+                unknown[(t.name, p)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= p < len(topic.partitions):
                 unknown[(t.name, p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             wanted.append((t.name, p))
     return wanted, unknown
@@ -32,6 +37,10 @@ async def _one(ctx: RequestContext, transactional_id: str | None, producer_id: i
                verify_only: bool) -> list[dict[str, Any]]:
     txns = ctx.state.txns
     await txns.loaded.wait()
+    if transactional_id is None or not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                  transactional_id):
+        wanted = [(t.name, p) for t in topics for p in t.partitions]
+        return _topic_results(wanted, dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     wanted, unknown = _partitions(ctx, topics)
     if unknown:
         errors = {tp: unknown.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
@@ -51,6 +60,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         results = await _one(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                              req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
+    if not cluster_authorized(ctx, AclOperation.CLUSTER_ACTION):  # v4+ comes from brokers
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "results_by_transaction": []}
     out = []
     for t in req.transactions:
         results = await _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from broker.access import AclOperation, config_resource_error
 from broker.config import OPTIONS_BY_NAME
 from broker.dispatch import RequestContext
 from broker.dynamic_config import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, listeners_value
@@ -128,6 +129,9 @@ def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
     for r in req.resources:
         if seen[(r.resource_type, r.resource_name)] > 1:
             error, message = ErrorCode.INVALID_REQUEST, f"Duplicate resource {r.resource_name}"
+        elif (denied := config_resource_error(ctx, AclOperation.ALTER_CONFIGS, r.resource_type,
+                                              r.resource_name)) != ErrorCode.NONE:
+            error, message = denied, None
         else:
             error, message = _alter(ctx, r, incremental, req.validate_only)
         responses.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,

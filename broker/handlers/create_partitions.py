@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from broker.topics import TopicError
 from protocol.header import ErrorCode
@@ -40,6 +41,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_result(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic in request."))
+            continue
+        if not authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            results.append(_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         try:
             topic = topics.check_add_partitions(t.name, t.count)

@@ -6,6 +6,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_names, cluster_authorized
 from broker.dispatch import RequestContext
 from broker.topic_config import TOPIC_CONFIGS
 from broker.topics import TopicError
@@ -36,11 +37,17 @@ def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, A
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.state.topics
     counts = Counter(t.name for t in req.topics)
+    # CREATE on the cluster, or on each topic (KafkaApis.handleCreateTopicsRequest).
+    creatable = set(counts) if cluster_authorized(ctx, AclOperation.CREATE) else \
+        authorized_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
     results = []
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_result(t.name, ErrorCode.INVALID_REQUEST,
                                     f"Create topics request from client contains duplicate topic {t.name}"))
+            continue
+        if t.name not in creatable:
+            results.append(_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
             results.append(_result(t.name, ErrorCode.INVALID_REQUEST,

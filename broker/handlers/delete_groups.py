@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_names
 from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     groups = ctx.state.groups
     await groups.loaded.wait()
-    errors = groups.coordinator.delete_groups(req.groups_names, ctx.state.now_ms())
+    names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
+    deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    errors = groups.coordinator.delete_groups([g for g in req.groups_names if g is None or g in deletable],
+                                              ctx.state.now_ms())
     groups.changed()
     for group_id in errors:
         await groups.durable(group_id)
+    errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": errors[g]} for g in req.groups_names]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_names
 from broker.dispatch import RequestContext
 from broker.log.partition_log import OffsetOutOfRangeError
 from protocol.header import ErrorCode
@@ -33,11 +34,13 @@ def _delete(ctx: RequestContext, topic_name: str, index: int, offset: int) -> tu
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in req.topics))
     topics = []
     for t in req.topics:
         partitions = []
         for p in t.partitions:
-            error, low = _delete(ctx, t.name, p.partition_index, p.offset)
+            error, low = _delete(ctx, t.name, p.partition_index, p.offset) if t.name in deletable else \
+                (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
             partitions.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": error})
         topics.append({"name": t.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

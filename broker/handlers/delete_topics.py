@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from broker.topics import TopicError
 from protocol.header import ErrorCode
@@ -27,6 +28,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                                 "error_message": "This server does not host this topic ID."})
                 continue
             name = topic.name
+            if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                # Kafka does not tell whether an id the client may not describe exists.
+                results.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                                "error_message": "This server does not host this topic ID."})
+                continue
+        if not authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            "error_message": "Authorization failed."})
+            continue
         try:
             topic = topics.delete(name)
         except TopicError as exc:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_operations, cluster_authorized
+from broker.acls import CLUSTER_NAME
 from broker.dispatch import RequestContext
-from broker.handlers.metadata import CLUSTER_OPERATIONS
 from protocol.header import ErrorCode
 
 BROKERS = 1
 NO_OPERATIONS = -(2**31)  # not requested
-
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -25,8 +25,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         body.update(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                     error_message=f"The broker does not support endpoint type {endpoint_type}")
         return body
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE):
+        body.update(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.")
+        return body
     body["brokers"] = [{"broker_id": state.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
                         "rack": None, "is_fenced": False}]
     if req.include_cluster_authorized_operations:
-        body["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        body["cluster_authorized_operations"] = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return body

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from broker.access import AclOperation, config_resource_error
 from broker.config import OPTIONS, BrokerConfig
 from broker.dispatch import RequestContext
 from broker.dynamic_config import (
@@ -133,7 +134,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
         result = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": r.resource_type,
                   "resource_name": r.resource_name, "configs": []}
-        if r.resource_type == TOPIC:
+        denied = config_resource_error(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if denied != ErrorCode.NONE:
+            result.update(error_code=denied)
+        elif r.resource_type == TOPIC:
             topic = ctx.state.topics.get(r.resource_name)
             if topic is None:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_operations
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# No authorizer: every group operation is allowed: READ, DELETE, DESCRIBE (Kafka's AclOperation codes).
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     groups = ctx.state.groups
-    ops = GROUP_OPERATIONS if version >= 3 and req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+    include_ops = version >= 3 and req.include_authorized_operations
     out = []
     for group_id in req.groups:
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            out.append({"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "group_id": group_id,
+                        "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
+                        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+            continue
         if not groups.loaded.is_set():
             out.append({"error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "group_id": group_id,
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
@@ -31,5 +35,6 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                                  "client_id": m.client_id, "client_host": m.client_host,
                                  "member_metadata": m.metadata, "member_assignment": m.assignment}
                                 for m in d.members],
-                    "authorized_operations": ops})
+                    "authorized_operations": authorized_operations(ctx, ResourceType.GROUP, group_id)
+                    if include_ops else AUTHORIZED_OPERATIONS_OMITTED})
     return {"throttle_time_ms": 0, "groups": out}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_names
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -13,10 +14,15 @@ UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-parti
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.state.topics
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
     out = []
     for t in req.topics:
         partitions = []
         for index in t.partition_indexes:
+            if t.name not in readable:
+                partitions.append({"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   "error_message": None, "active_producers": []})
+                continue
             partition = topics.partition(t.name, index)
             if partition is None:
                 partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

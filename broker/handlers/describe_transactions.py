@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -13,9 +14,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     await txns.loaded.wait()
     states = []
     for txn_id in req.transactional_ids:
-        txn = txns.coordinator.describe(txn_id)
+        allowed = authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id)
+        txn = txns.coordinator.describe(txn_id) if allowed else None
         if txn is None:
-            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id,
+            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if allowed
+                           else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": txn_id,
                            "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
                            "producer_id": -1, "producer_epoch": -1, "topics": []})
             continue

@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from broker.log.partition_log import OffsetOutOfRangeError
 from protocol.header import ErrorCode
@@ -44,7 +45,7 @@ def _end_offset(records: bytes) -> int:
     return base + _LAST_OFFSET_DELTA.unpack_from(records, last + 23)[0] + 1
 
 
-def _read(ctx: RequestContext, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
+def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: (topic responses, bytes read, any error)."""
     state = ctx.state
     version = ctx.header.api_version
@@ -62,8 +63,15 @@ def _read(ctx: RequestContext, req: Any) -> tuple[list[dict[str, Any]], int, boo
         else:
             topic = state.topics.get(fetch_topic.topic)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        name = topic.name if topic is not None else fetch_topic.topic if version < 13 else None
+        if name is not None and name not in readable:  # READ on the topic, asked once per request
+            readable[name] = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
         partitions = []
         for fp in fetch_topic.partitions:
+            if name is not None and not readable[name]:
+                partitions.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                any_error = True
+                continue
             if topic is None or not 0 <= fp.partition < len(topic.partitions):
                 partitions.append(_partition_error(fp.partition, missing))
                 any_error = True
@@ -116,9 +124,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "session_id": 0, "responses": [], "node_endpoints": []}
     state = ctx.state
     deadline = trio.current_time() + max(0, req.max_wait_ms) / 1000
+    readable: dict[str, bool] = {}
     while True:
         woken = state.append_event  # taken before reading, so no append between is missed
-        responses, total, any_error = _read(ctx, req)
+        responses, total, any_error = _read(ctx, req, readable)
         if total >= req.min_bytes or any_error or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from broker.topics import TopicError
 from protocol.header import ErrorCode
@@ -31,8 +32,14 @@ def _coordinator(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | N
     return ErrorCode.NONE, None
 
 
-def _entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
-    error, message = _coordinator(ctx, key_type)
+def _entry(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    # DESCRIBE on the group or transactional id (KafkaApis.handleFindCoordinatorRequest).
+    if key_type == GROUP and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        error, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    elif key_type == TRANSACTION and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        error, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+    else:
+        error, message = _coordinator(ctx, key_type)
     if error != ErrorCode.NONE:
         return {"error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}
     return {"error_code": error, "error_message": None, "node_id": ctx.state.node_id, "host": ctx.endpoint.host,
@@ -50,5 +57,5 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         await ctx.state.txns.loaded.wait()
     if version >= 4:
         return {"throttle_time_ms": 0,
-                "coordinators": [{"key": key, **_entry(ctx, key_type)} for key in req.coordinator_keys]}
-    return {"throttle_time_ms": 0, **_entry(ctx, key_type)}
+                "coordinators": [{"key": key, **_entry(ctx, key_type, key)} for key in req.coordinator_keys]}
+    return {"throttle_time_ms": 0, **_entry(ctx, key_type, req.key)}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     groups = ctx.state.groups
     if not groups.loaded.is_set():
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}

@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import (
+    AclOperation,
+    ResourceType,
+    authorized,
+    authorized_by_resource_type,
+    cluster_authorized,
+)
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -24,6 +31,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         return _answer(ErrorCode.INVALID_REQUEST)
     if req.transactional_id is not None:
+        if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+            return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         expected = (producer_id, epoch) if producer_id != NO_PRODUCER_ID else None
         result = await ctx.state.txns.init_producer_id(req.transactional_id, req.transaction_timeout_ms, expected)
         error = result.error
@@ -32,6 +41,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if error != ErrorCode.NONE:
             return _answer(error)
         return _answer(error, result.producer_id, result.producer_epoch)
+    # Idempotent producers: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+    if not (cluster_authorized(ctx, AclOperation.IDEMPOTENT_WRITE)
+            or authorized_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+        return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if producer_id != NO_PRODUCER_ID and 0 <= epoch < EPOCH_EXHAUSTED:
         return _answer(ErrorCode.NONE, producer_id, epoch + 1)
     error, new_id = await ctx.state.new_producer_id()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
 
 
 def client_host(peer: str) -> str:
@@ -15,6 +17,10 @@ def client_host(peer: str) -> str:
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
+    if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
+                "protocol_type": None, "protocol_name": None if version >= 7 else "", "leader": "",
+                "skip_assignment": False, "member_id": req.member_id, "members": []}
     result = await ctx.state.groups.join_group(
         group_id=req.group_id, member_id=req.member_id,
         group_instance_id=req.group_instance_id if version >= 5 else None,

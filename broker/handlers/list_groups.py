@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, cluster_authorized
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -20,6 +21,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         listed = []
     else:
         listed = groups.coordinator.list_groups(req.states_filter if version >= 4 else ())
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE):
+        # Without DESCRIBE on the cluster, the groups the client may describe (KafkaApis.handleListGroupsRequest).
+        listed = [g for g in listed if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": [
         {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state, "group_type": CLASSIC}
         for g in listed]}

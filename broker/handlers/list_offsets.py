@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_names
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -48,11 +49,17 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.state.topics
     read_committed = (ctx.header.api_version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
                       and req.isolation_level == READ_COMMITTED)
+    describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
     out = []
     for t in req.topics:
         topic = topics.get(t.name)
         partitions = []
         for p in t.partitions:
+            if t.name not in describable:
+                partitions.append({"partition_index": p.partition_index,
+                                   "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                continue
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 partitions.append({"partition_index": p.partition_index,
                                    "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

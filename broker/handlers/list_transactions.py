@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -27,6 +28,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         # KIP-994: transactions running for longer than the filter (only open ones have a start time).
         now = ctx.state.now_ms()
         listed = [t for t in listed if t.state.value == "Ongoing" and now - t.start_ms > duration]
+    listed = [t for t in listed if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                              t.transactional_id)]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": unknown,
             "transaction_states": [{"transactional_id": t.transactional_id, "producer_id": t.producer_id,
                                     "transaction_state": t.state.value} for t in listed]}

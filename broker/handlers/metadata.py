@@ -1,21 +1,20 @@
-"""Metadata: brokers, cluster id, controller, and topics with their partitions (auto-creating topics)."""
+"""Metadata: brokers, cluster id, controller, and topics with their partitions (auto-creating topics).
+
+Authorization as Kafka's KafkaApis.handleTopicMetadataRequest: DESCRIBE on a topic to see it (all-topics
+requests leave the others out; named ones answer TOPIC_AUTHORIZATION_FAILED without saying whether the
+topic exists), CREATE on the cluster or the topic to auto-create it."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_operations, cluster_authorized
 from broker.dispatch import RequestContext
 from broker.topics import Topic, TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# Without an authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11).
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-# The cluster's: ALTER 4, CREATE 5, CLUSTER_ACTION 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
-# IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
-CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 10, 11, 12, 13, 14))
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -28,10 +27,15 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include_ops = version >= 8 and req.include_topic_authorized_operations
     topics: list[dict[str, Any]] = []
     if all_topics:
-        topics = [topic_metadata(ctx, t, include_ops) for t in state.topics]
+        topics = [topic_metadata(ctx, t, include_ops) for t in state.topics
+                  if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
         for wanted in req.topics:
             topics.append(_requested(ctx, wanted, allow_create, include_ops))
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= version <= 10 and req.include_cluster_authorized_operations:
+        cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, "kafka-cluster") \
+            if cluster_authorized(ctx, AclOperation.DESCRIBE) else 0
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": state.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
@@ -39,8 +43,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         "cluster_id": state.cluster_id,
         "controller_id": state.node_id,
         "topics": topics,
-        "cluster_authorized_operations": CLUSTER_OPERATIONS
-        if 8 <= version <= 10 and req.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_ops,
     }
 
 
@@ -52,7 +55,11 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
         topic = state.topics.get_by_id(topic_id)
         if topic is None:
             return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+            return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, topic_id)  # ids are not secret
         return topic_metadata(ctx, topic, include_ops)
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     topic = state.topics.get(name)
     if topic is not None:
         return topic_metadata(ctx, topic, include_ops)
@@ -62,6 +69,9 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
         return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     if not allow_create:
         return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    if not (cluster_authorized(ctx, AclOperation.CREATE)
+            or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
+        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     try:
         topic = state.topics.create(name, now_ms=state.now_ms())
     except TopicError as exc:
@@ -86,5 +96,6 @@ def topic_metadata(ctx: RequestContext, topic: Topic, include_ops: bool) -> dict
              "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
             for p in topic.partitions
         ],
-        "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, topic.name)
+        if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     }

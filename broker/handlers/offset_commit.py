@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.dispatch import RequestContext
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
@@ -23,10 +24,19 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     expire = now + retention if retention != DEFAULT_RETENTION else None
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetValue] = {}
+    # READ on the group, then on each topic (KafkaApis.handleOffsetCommitRequest).
+    group_ok = authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         topic = state.topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if not group_ok:
+                errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if t.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -12,13 +13,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     groups = state.groups
     await groups.loaded.wait()
+    if not authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, req.group_id):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
     errors: dict[tuple[str, int], ErrorCode] = {}
     known: list[tuple[str, int]] = []
     for t in req.topics:
         topic = state.topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if t.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(tp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.dispatch import RequestContext
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
@@ -27,28 +28,46 @@ def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: boo
     found = coordinator.fetch_offsets(group_id, wanted)
     # KIP-447: a consumer asking for stable offsets waits (retries) while a transaction's commit is pending.
     unstable = coordinator.unstable_partitions(group_id) if require_stable else set()
-    return [{"name": name, "partitions": [
-                _partition(tp[1], None, ErrorCode.UNSTABLE_OFFSET_COMMIT) if tp in unstable
-                else _partition(tp[1], value) for tp, value in entries]}
-            for name, entries in groupby(found, key=lambda e: e[0][0])]
+    # DESCRIBE on each topic: named topics answer TOPIC_AUTHORIZATION_FAILED, an "all topics" answer leaves
+    # them out (KafkaApis.handleOffsetFetchRequest).
+    describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp[0] for tp, _ in found))
+    out = []
+    for name, entries in groupby(found, key=lambda e: e[0][0]):
+        if name not in describable:
+            if topics is not None:
+                out.append({"name": name, "partitions": [
+                    _partition(tp[1], None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp, _ in entries]})
+            continue
+        out.append({"name": name, "partitions": [
+            _partition(tp[1], None, ErrorCode.UNSTABLE_OFFSET_COMMIT) if tp in unstable
+            else _partition(tp[1], value) for tp, value in entries]})
+    return out
+
+
+def _group_error(ctx: RequestContext, group_id: str) -> ErrorCode:
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if not ctx.state.groups.loaded.is_set():
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    return ErrorCode.NONE
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    loading = not ctx.state.groups.loaded.is_set()
     stable = version >= 7 and bool(req.require_stable)
     if version >= 8:
-        return {"throttle_time_ms": 0, "groups": [
-            {"group_id": g.group_id, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []} if loading
-            else {"group_id": g.group_id, "error_code": ErrorCode.NONE,
-                  "topics": _topics(ctx, g.group_id, g.topics, stable)}
-            for g in req.groups]}
-    if loading:
+        groups = []
+        for g in req.groups:
+            error = _group_error(ctx, g.group_id)
+            groups.append({"group_id": g.group_id, "error_code": error,
+                           "topics": _topics(ctx, g.group_id, g.topics, stable) if error == ErrorCode.NONE else []})
+        return {"throttle_time_ms": 0, "groups": groups}
+    error = _group_error(ctx, req.group_id)
+    if error != ErrorCode.NONE:
         if version >= 2:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "topics": []}
+            return {"throttle_time_ms": 0, "error_code": error, "topics": []}
         # v1 has no top-level error: every partition carries it.
-        return {"topics": [{"name": t.name, "partitions": [
-            _partition(i, None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) for i in t.partition_indexes]}
-            for t in req.topics]}
+        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes]}
+                           for t in req.topics]}
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
             "topics": _topics(ctx, req.group_id, req.topics, stable)}

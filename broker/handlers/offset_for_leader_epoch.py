@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized_names
 from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
@@ -25,8 +26,15 @@ def _end_offset(ctx: RequestContext, topic_name: str, index: int, current: int, 
     return out
 
 
+def _denied(index: int) -> dict[str, Any]:
+    return {"partition": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "leader_epoch": UNDEFINED,
+            "end_offset": UNDEFINED}
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in req.topics))
     return {"throttle_time_ms": 0, "topics": [
-        {"topic": t.topic, "partitions": [_end_offset(ctx, t.topic, p.partition, p.current_leader_epoch,
-                                                      p.leader_epoch) for p in t.partitions]}
+        {"topic": t.topic, "partitions": [
+            _end_offset(ctx, t.topic, p.partition, p.current_leader_epoch, p.leader_epoch)
+            if t.topic in describable else _denied(p.partition) for p in t.partitions]}
         for t in req.topics]}

@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.dispatch import RequestContext
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.topics import Partition, TopicError
@@ -152,18 +153,23 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     responses = []
     now = state.now_ms()
     appended = False
-    if has_transactional_records(req) and req.transactional_id is None:
-        # KafkaApis.handleProduceRequest: transactional records need a transactional id (authorized).
+    if has_transactional_records(req) and (req.transactional_id is None or not authorized(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id, with WRITE on it.
         if acks == 0:
             return None
         return {"responses": [{"name": t.name, "partition_responses": [
                     _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
                 for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
+    writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
     for topic_data in req.topic_data:
         partitions = []
         for pdata in topic_data.partition_data:
             if acks not in (0, 1, -1):
                 partitions.append(_response(pdata.index, ErrorCode.INVALID_REQUIRED_ACKS))
+                continue
+            if topic_data.name not in writable:
+                partitions.append(_response(pdata.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             partition = _partition(ctx, topic_data.name, pdata.index)
             if isinstance(partition, ErrorCode):

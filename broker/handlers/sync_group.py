@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
+from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
+    if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "protocol_type": None,
+                "protocol_name": None, "assignment": b""}
     result = await ctx.state.groups.sync_group(
         group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
         group_instance_id=req.group_instance_id if version >= 3 else None,

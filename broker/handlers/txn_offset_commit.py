@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.dispatch import RequestContext
 from broker.internal_topics import partition_for
 from broker.topics import OFFSETS_TOPIC, TopicError
@@ -25,6 +26,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     groups, txns = ctx.state.groups, ctx.state.txns
     await groups.loaded.wait()
     await txns.loaded.wait()
+    if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return _answer(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return _answer(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not req.group_id:
         return _answer(req, ErrorCode.INVALID_GROUP_ID)
     try:
@@ -43,8 +48,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                    p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
                    p.committed_metadata or "", now)
                for t in req.topics for p in t.partitions}
-    known = {tp: v for tp, v in offsets.items() if ctx.state.topics.partition(*tp) is not None}
-    errors = dict.fromkeys(offsets, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
+    known = {tp: v for tp, v in offsets.items() if tp[0] in readable and ctx.state.topics.partition(*tp) is not None}
+    errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp[0] in readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+              for tp in offsets}
     if known:
         errors.update(groups.coordinator.txn_commit_offsets(
             group_id=req.group_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
