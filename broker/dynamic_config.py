@@ -37,6 +37,50 @@ RECONFIGURABLE = frozenset({
     "producer.id.expiration.ms", "transaction.partition.verification.enable", ADVERTISED_LISTENERS,
 })
 PER_BROKER_ONLY = frozenset({ADVERTISED_LISTENERS})
+
+
+def _number(kind: type, low: float) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            n = kind(value)
+        except ValueError:
+            raise DynamicConfigError(f"Invalid value {value}: not a number") from None
+        if n < low:
+            raise DynamicConfigError(f"Invalid value {value}: Value must be at least {low}")
+    return check
+
+
+def _text(_value: str) -> None:
+    pass
+
+
+# Kafka's other reconfigurable broker configs: validated, stored and described as Kafka does, and without
+# effect here, as on a Kafka broker without the feature (SASL listeners) or where minibroker has no such
+# knob (thread pools, connection quotas, cleaner I/O tuning, metrics reporters). name -> (check, ConfigType)
+INERT: dict[str, tuple[Callable[[str], None], int]] = {
+    "sasl.kerberos.min.time.before.relogin": (_number(int, 0), 5),
+    "sasl.kerberos.ticket.renew.jitter": (_number(float, 0), 6),
+    "sasl.kerberos.ticket.renew.window.factor": (_number(float, 0), 6),
+    "sasl.kerberos.kinit.cmd": (_text, 2),
+    "sasl.kerberos.principal.to.local.rules": (_text, 7),
+    "sasl.enabled.mechanisms": (_text, 7),
+    "num.io.threads": (_number(int, 1), 3),
+    "num.network.threads": (_number(int, 1), 3),
+    "num.replica.fetchers": (_number(int, 1), 3),
+    "num.recovery.threads.per.data.dir": (_number(int, 1), 3),
+    "background.threads": (_number(int, 1), 3),
+    "log.cleaner.threads": (_number(int, 0), 3),
+    "log.cleaner.dedupe.buffer.size": (_number(int, 0), 5),
+    "log.cleaner.io.buffer.size": (_number(int, 0), 3),
+    "log.cleaner.io.buffer.load.factor": (_number(float, 0), 6),
+    "log.cleaner.io.max.bytes.per.second": (_number(float, 0), 6),
+    "max.connections": (_number(int, 0), 3),
+    "max.connections.per.ip": (_number(int, 0), 3),
+    "max.connections.per.ip.overrides": (_text, 2),
+    "max.connection.creation.rate": (_number(int, 0), 3),
+    "metric.reporters": (_text, 7),
+}
+RECONFIGURABLE = RECONFIGURABLE | INERT.keys()
 _TOPIC_CHECKS = {d.broker_synonym: d.check for d in TOPIC_CONFIGS.values() if d.broker_synonym}
 _LISTENER = re.compile(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:,]*):(\d+)")
 
@@ -122,7 +166,9 @@ class DynamicConfigs:
         for name, value in overrides.items():
             if value is None:
                 raise DynamicConfigError(f"Null value not supported for : {name}")
-            if name in _TOPIC_CHECKS:
+            if name in INERT:
+                INERT[name][0](value)
+            elif name in _TOPIC_CHECKS:
                 try:
                     _TOPIC_CHECKS[name](value)
                 except InvalidConfigError as exc:
@@ -142,7 +188,7 @@ class DynamicConfigs:
     def _resolve(self, levels: dict[str, dict[str, str]]) -> BrokerConfig:
         """The static config with the dynamic levels applied (a new object: nothing live changes)."""
         resolved = dataclasses.replace(self.static, listeners=list(self.static.listeners))
-        for name in RECONFIGURABLE:
+        for name in RECONFIGURABLE - INERT.keys():
             value = levels[BROKER_LEVEL].get(name, levels[DEFAULT_LEVEL].get(name))
             if value is None:
                 continue
@@ -162,7 +208,7 @@ class DynamicConfigs:
 
     def _install(self, resolved: BrokerConfig) -> None:
         self.config.listeners[:] = resolved.listeners
-        for name in RECONFIGURABLE - {ADVERTISED_LISTENERS}:
+        for name in RECONFIGURABLE - INERT.keys() - {ADVERTISED_LISTENERS}:
             attr = OPTIONS_BY_NAME[name].attr
             setattr(self.config, attr, getattr(resolved, attr))
         for callback in self.on_change:
@@ -178,5 +224,5 @@ class DynamicConfigs:
         os.replace(tmp, self.path)
 
 
-__all__ = ["DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "RECONFIGURABLE", "DynamicConfigError",
+__all__ = ["DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "INERT", "RECONFIGURABLE", "DynamicConfigError",
            "DynamicConfigs", "listeners_value", "parse_advertised"]

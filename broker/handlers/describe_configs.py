@@ -14,6 +14,7 @@ from broker.dynamic_config import (
     DEFAULT_LEVEL,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
+    INERT,
     RECONFIGURABLE,
     DynamicConfigs,
     listeners_value,
@@ -96,6 +97,8 @@ def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str
 def _kind(name: str) -> int:
     if name in ("listeners", "advertised.listeners"):
         return LIST
+    if name in INERT:
+        return INERT[name][1]
     option = _BROKER_OPTIONS[name]
     return BOOLEAN if option.kind is bool else STRING if option.kind in (str, Path) else \
         DOUBLE if option.kind is float else LONG if name.endswith(".ms") else INT
@@ -104,10 +107,12 @@ def _kind(name: str) -> int:
 def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int) -> list[dict]:
     dynamic = ctx.state.dynamic
     out = []
-    for name in ("listeners", "advertised.listeners", *_BROKER_OPTIONS):
+    inert_set = sorted(n for n in INERT if dynamic.dynamic_value(n) is not None)
+    for name in ("listeners", "advertised.listeners", *_BROKER_OPTIONS, *inert_set):
         if keys is not None and name not in keys:
             continue
-        chain = broker_chain(dynamic, name, *_static_and_default(name, dynamic.static))
+        static_and_default = (None, None) if name in INERT else _static_and_default(name, dynamic.static)
+        chain = broker_chain(dynamic, name, *static_and_default)
         value, source = (chain[0]["value"], chain[0]["source"]) if chain else (None, DEFAULT_CONFIG)
         out.append(_entry(name, value, source, name not in RECONFIGURABLE, chain if synonyms else [],
                           _kind(name), version))

@@ -53,3 +53,15 @@ def test_persisted_and_applied_at_start(tmp_path: Path) -> None:
     assert config.listeners == [Listener("127.0.0.1", 9092, "::1", 19092)]
     assert config.message_max_bytes == 5000
     assert reloaded.static.listeners == [Listener("127.0.0.1", 9092)]  # what the command line said
+
+
+def test_kafka_reconfigurables_without_an_effect_here_are_validated_and_kept(tmp_path: Path) -> None:
+    config, dynamic = make(tmp_path)
+    dynamic.alter(BROKER_LEVEL, {"sasl.kerberos.min.time.before.relogin": "58000", "num.io.threads": "4"})
+    assert dynamic.dynamic_value("num.io.threads") == ("4", 2)
+    with pytest.raises(DynamicConfigError, match="at least 1"):
+        dynamic.alter(BROKER_LEVEL, {"num.io.threads": "0"})
+    with pytest.raises(DynamicConfigError, match="not a number"):
+        dynamic.alter(BROKER_LEVEL, {"sasl.kerberos.min.time.before.relogin": "soon"})
+    assert DynamicConfigs(config, tmp_path / "dynamic.json").levels[BROKER_LEVEL] == {
+        "sasl.kerberos.min.time.before.relogin": "58000", "num.io.threads": "4"}
