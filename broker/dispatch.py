@@ -158,6 +158,10 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DESCRIBE_ACLS, 1, 3, "describe_acls", "DescribeAclsRequest", "DescribeAclsResponse"),
         Api(ApiKey.CREATE_ACLS, 1, 3, "create_acls", "CreateAclsRequest", "CreateAclsResponse"),
         Api(ApiKey.DELETE_ACLS, 1, 3, "delete_acls", "DeleteAclsRequest", "DeleteAclsResponse"),
+        Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
+            "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
+        Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",
+            "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
     ]
     return {int(api.key): api for api in apis}
 

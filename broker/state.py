@@ -29,6 +29,7 @@ from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 if TYPE_CHECKING:
     from broker.groups import GroupService
     from broker.log_cleaner import LogCleaner
+    from broker.scram_credentials import ScramCredentialStore
     from broker.transactions import TxnService
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,12 @@ class BrokerState:
         from broker.log_cleaner import LogCleaner
 
         return LogCleaner(self)
+
+    @functools.cached_property
+    def scram_credentials(self) -> ScramCredentialStore:
+        from broker.scram_credentials import ScramCredentialStore
+
+        return ScramCredentialStore(Path(self.config.data_dir) / "meta" / "scram-credentials.json")
 
     async def new_producer_id(self) -> tuple[ErrorCode, int]:
         """A fresh producer id from the current block, or the error InitProducerId answers without one."""
