@@ -4,11 +4,11 @@ so that a crash leaves either the old or the new set, as topic metadata is kept.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from broker.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from broker.durable_file import write_atomically
 
 FILE_NAME = "acls.json"
 
@@ -31,14 +31,4 @@ class AclStore:
             {"resource_type": a.resource_type.name, "name": a.name, "pattern_type": a.pattern_type.name,
              "principal": a.principal, "host": a.host, "operation": a.operation.name,
              "permission_type": a.permission.name} for a in acls]}
-        tmp = self.path.with_suffix(".json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self.path, json.dumps(data))

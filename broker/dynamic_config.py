@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from broker.config import OPTIONS_BY_NAME, BrokerConfig, Listener, convert_option
+from broker.durable_file import write_atomically
 from broker.topic_config import TOPIC_CONFIGS, InvalidConfigError
 
 log = logging.getLogger(__name__)
@@ -215,13 +215,8 @@ class DynamicConfigs:
             callback()
 
     def _persist(self, levels: dict[str, dict[str, str]]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
-            json.dump(levels, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, json.dumps(levels, indent=1, sort_keys=True))
 
 
 __all__ = ["DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "INERT", "RECONFIGURABLE", "DynamicConfigError",

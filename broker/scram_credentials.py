@@ -11,13 +11,13 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+from broker.durable_file import write_atomically
 from protocol.header import ErrorCode
 
 
@@ -152,9 +152,4 @@ class ScramCredentialStore:
             "server_key": base64.b64encode(c.server_key).decode(), "iterations": c.iterations}
             for m, c in creds.items()} for user, creds in users.items()}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, json.dumps(data))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import functools
 import logging
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import trio
 from broker.acl_store import AclStore
 from broker.acls import Authorizer, parse_super_users
 from broker.config import BrokerConfig
+from broker.durable_file import write_atomically
 from broker.dynamic_config import DynamicConfigs
 from broker.log.flusher import GroupFlusher
 from broker.log.producer_snapshot import save_producer_state
@@ -202,7 +202,5 @@ def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
                              f"stored in {path}")
         return stored["cluster.id"]
     cluster_id = config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n")
-    os.replace(tmp, path)
+    write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n")
     return cluster_id

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.config import BrokerConfig
+from broker.durable_file import write_atomically
 from broker.log.partition_log import PartitionLog
 from broker.log.producer_snapshot import load_producer_state, save_producer_state
 from broker.topic_config import InvalidConfigError, effective_configs, log_config, validate_topic_configs
@@ -263,20 +264,9 @@ class TopicManager:
         return Partition(topic.name, index, plog, load_producer_state(plog, f"{topic.name}-{index}"))
 
     def _write_meta(self, topic: Topic, num_partitions: int) -> None:
-        path = self._meta_dir / f"{topic.name}.json"
-        tmp = path.with_suffix(".json.tmp")
         data = {"name": topic.name, "topic_id": str(topic.topic_id), "partitions": num_partitions,
                 "configs": topic.configs}
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(self._meta_dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self._meta_dir / f"{topic.name}.json", json.dumps(data))
 
     def _load(self, now_ms: int) -> None:
         for path in sorted(self._meta_dir.glob("*.json")):

@@ -28,6 +28,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from broker.durable_file import fsync_path
 from broker.log.config import LogConfig
 from broker.log.segment import INT32_MAX, LogSegment
 from protocol.records import (
@@ -172,7 +173,7 @@ class CleaningJob:
             finally:
                 new.close()
             for path in (new.offset_index.path, new.time_index.path):
-                _fsync_file(path)
+                fsync_path(path)
             # An emptied segment's age for retention.ms is its file's mtime: keep the old one's (Kafka).
             mtime = max(s.mtime_ns for s in group)
             os.utime(new.path(".log"), ns=(mtime, mtime))
@@ -181,8 +182,8 @@ class CleaningJob:
         result.delete_horizon = batch_filter.earliest_horizon
         replaces = target / REPLACES_FILE
         replaces.write_text(f"{segments[0].base_offset} {end}\n")
-        _fsync_file(replaces)
-        _fsync_file(target)
+        fsync_path(replaces)
+        fsync_path(target)
         return result
 
 
@@ -438,14 +439,6 @@ def _batches(segment: SegmentView) -> Iterator[tuple[BatchHeader, memoryview]]:
         view = memoryview(buf)[off:end]
         yield parse_batch_header(view), view
         position = buf_start + end
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["CLEANER_DIR", "REPLACES_FILE", "BatchRetention", "CleaningJob", "CleaningResult", "plan_cleaning"]

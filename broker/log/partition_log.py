@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.durable_file import fsync_path, write_atomically
 from broker.log.cleaner import CLEANER_DIR, REPLACES_FILE, CleaningJob, CleaningResult
 from broker.log.config import LogConfig
 from broker.log.segment import LogSegment, file_name
@@ -623,32 +624,15 @@ def _read_checkpoint(path: Path) -> int | None:
 
 def _write_checkpoint(path: Path, directory: Path, offset: int) -> None:
     topic, _, partition = directory.name.rpartition("-")
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(f"0\n1\n{topic or directory.name} {partition if partition.isdigit() else 0} {offset}\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(directory)
+    write_atomically(path, f"0\n1\n{topic or directory.name} {partition if partition.isdigit() else 0} {offset}\n")
 
 
 def _fsync_path(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:  # deleted by retention meanwhile
-        return
-    try:
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(path, data_only=True, missing_ok=True)  # missing: deleted by retention meanwhile
 
 
 def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(directory)
 
 
 __all__ = ["AppendResult", "OffsetOutOfRangeError", "PartitionLog", "RecordBatchTooLargeError", "file_name"]

@@ -10,8 +10,8 @@ type, commit or abort, is in the record key; open transactions and the aborted i
 from __future__ import annotations
 
 import logging
-import os
 
+from broker.durable_file import write_atomically
 from broker.log.partition_log import PartitionLog
 from coordinator.producer_state import MarkerReader, ProducerStateManager
 from protocol.records import (
@@ -73,11 +73,5 @@ def marker_reader(plog: PartitionLog, name: str = "") -> MarkerReader:
 
 
 def save_producer_state(plog: PartitionLog, state: ProducerStateManager) -> None:
-    """Write the snapshot atomically (temp file, fsync, rename)."""
-    path = plog.directory / SNAPSHOT_NAME
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(state.snapshot(plog.log_end_offset))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write the snapshot atomically."""
+    write_atomically(plog.directory / SNAPSHOT_NAME, state.snapshot(plog.log_end_offset))
