@@ -10,6 +10,7 @@ writes the `cleaner/` directory, which the next open removes.
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import TYPE_CHECKING
 
 import trio
@@ -18,6 +19,7 @@ from broker.log.cleaner import CleaningResult, plan_cleaning
 from broker.log.producer_snapshot import save_producer_state
 
 if TYPE_CHECKING:
+    from broker.log.partition_log import PartitionLog
     from broker.state import BrokerState
     from broker.topics import Partition
 
@@ -27,8 +29,9 @@ log = logging.getLogger(__name__)
 class LogCleaner:
     def __init__(self, state: BrokerState) -> None:
         self.state = state
-        self._horizons: dict[tuple[str, int], int] = {}  # a kept batch's delete horizon, per partition
-        self._failed: set[tuple[str, int]] = set()  # Kafka marks such a partition uncleanable until restart
+        # Per log object, so that a topic deleted and created again starts afresh.
+        self._horizons: weakref.WeakKeyDictionary[PartitionLog, int] = weakref.WeakKeyDictionary()  # next horizon
+        self._failed: weakref.WeakSet[PartitionLog] = weakref.WeakSet()  # Kafka: uncleanable until restart
         self.passes = 0
 
     async def run(self) -> None:
@@ -49,13 +52,13 @@ class LogCleaner:
         """Clean the partition if it is due; True when a pass was swapped in. A failure (disk, corrupt data)
         stops cleaning this partition, never the broker."""
         name = (partition.topic, partition.index)
-        if name in self._failed:
+        if partition.log in self._failed:
             return False
         try:
             return await self._clean(partition, name)
         except (OSError, ValueError) as exc:  # CorruptRecordError is a ValueError
             log.error("cleaning %s-%d failed, not cleaning it again until restart: %s", *name, exc)
-            self._failed.add(name)
+            self._failed.add(partition.log)
             return False
 
     async def _clean(self, partition: Partition, name: tuple[str, int]) -> bool:
@@ -63,7 +66,7 @@ class LogCleaner:
         if plog.has_unflushed_segments:  # with acks=1 or log.flush.policy=none nothing else may flush soon
             await trio.to_thread.run_sync(plog.flush)
         now = self.state.now_ms()
-        horizon = self._horizons.get(name)
+        horizon = self._horizons.get(plog)
         job = plan_cleaning(plog, partition.producers, now_ms=now, first_dirty=plog.first_dirty_offset,
                             horizon_due=horizon is not None and horizon <= now,
                             max_map_entries=self.state.config.log_cleaner_dedupe_buffer_entries)
@@ -74,9 +77,9 @@ class LogCleaner:
             return False
         self.passes += 1
         if result.delete_horizon is None:
-            self._horizons.pop(name, None)
+            self._horizons.pop(plog, None)
         else:
-            self._horizons[name] = result.delete_horizon
+            self._horizons[plog] = result.delete_horizon
         # The aborted transactions below the cleaned range have no data left (and their markers may be
         # gone): forget them, also in the snapshot a restart would load.
         partition.producers.drop_aborted_before(result.end_offset)
