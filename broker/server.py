@@ -2,17 +2,19 @@
 
 socket -> frame (4-byte size + body) -> header -> decoded request -> handler -> encoded response.
 Requests of one connection are started in arrival order; handlers that wait (acks=all durability,
-Fetch long poll) run as tasks so later requests can proceed, and a writer task sends the responses
-strictly in request order, coalescing those that are ready into one write.
+Fetch long poll) run as tasks so later requests can proceed; responses leave strictly in request order,
+those that are ready coalesced into one write.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import socket
 import struct
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -44,14 +46,9 @@ class CloseConnection(Exception):
 class _Slot:
     """One request's place in the response order."""
 
-    done: trio.Event = field(default_factory=trio.Event)
     data: bytes | None = None  # framed response, None for no response (acks=0)
     close: bool = False
-
-    def finish(self, data: bytes | None, *, close: bool = False) -> None:
-        self.data = data
-        self.close = close
-        self.done.set()
+    done: bool = False
 
 
 def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
@@ -61,6 +58,15 @@ def frame_response(correlation_id: int, header_version: int, body: bytes) -> byt
 
 
 class Connection:
+    """One client connection.
+
+    The socket is read and written with plain non-blocking system calls, waiting on trio only when it
+    would block: a request costs one pass of the event loop instead of one per await (trio's stream
+    methods checkpoint on every call). Responses leave in request order: whichever task answers the
+    oldest outstanding request writes every answered response from the head of the queue at once; what
+    the socket does not take goes to the writer task, and until it has drained no more requests are read.
+    """
+
     def __init__(self, server: Server, stream: trio.SocketStream, endpoint: Endpoint) -> None:
         self.server = server
         self.state = server.state
@@ -72,17 +78,26 @@ class Connection:
         except OSError:
             self.peer = "?"
         self.read_scope = trio.CancelScope()
-        self.in_flight = 0
+        self._fd = stream.socket.fileno()
+        self._slots: deque[_Slot] = deque()  # unanswered or unsent requests, oldest first
+        self._unsent: list[bytes] = []  # responses the socket has not taken yet, in order
+        self._close_when_sent = False  # a request failed: Kafka closes the connection after earlier answers
+        self._writer_wake = trio.Event()
+        self._progress: trio.Event | None = None  # set when a response is answered or sent
+        self._scope: trio.CancelScope | None = None
+        self._unstarted = 0  # handler tasks started that have not run yet
 
     async def run(self) -> None:
-        send, recv = trio.open_memory_channel[_Slot](MAX_IN_FLIGHT)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._write_loop, recv, nursery.cancel_scope)
-                async with send:
-                    with self.read_scope:
-                        await self._read_loop(nursery, send)
-        # The peer going away surfaces from either task, possibly wrapped in an ExceptionGroup: not an error.
+                self._scope = nursery.cancel_scope
+                nursery.start_soon(self._write_loop)
+                with self.read_scope:
+                    await self._read_loop(nursery)
+                # No more requests: answer the ones in flight, then close.
+                while self._slots or self._unsent:
+                    await self._wait_progress()
+                nursery.cancel_scope.cancel()
         except* (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except* Exception:
@@ -91,10 +106,21 @@ class Connection:
             with trio.CancelScope(shield=True):
                 await self.stream.aclose()
 
-    async def _read_loop(self, nursery: trio.Nursery, send: trio.MemorySendChannel[_Slot]) -> None:
+    async def _wait_progress(self) -> None:
+        self._progress = event = trio.Event()
+        await event.wait()
+
+    def _made_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+
+    async def _read_loop(self, nursery: trio.Nursery) -> None:
         max_frame = self.state.config.socket_request_max_bytes
         idle_s = self.state.config.connections_max_idle_ms / 1000
+        sock = self.stream.socket
         buf = bytearray()
+        started = 0
         while True:
             while len(buf) >= 4:
                 (size,) = _SIZE.unpack_from(buf)
@@ -106,21 +132,35 @@ class Connection:
                     break
                 frame = bytes(buf[4:4 + size])
                 del buf[:4 + size]
-                if not await self._start_request(frame, nursery, send):
+                # Requests take effect in arrival order: a handler task started for the previous request
+                # runs its first step (a Produce appends there) before this request starts. One checkpoint
+                # may not be enough, as trio shuffles the tasks it runs in one batch.
+                while self._unstarted:
+                    await trio.lowlevel.checkpoint()
+                if not self._start_request(frame, nursery):
                     return
-            with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
-                data = await self.stream.receive_some(RECV_SIZE)
-            if idle.cancelled_caught:
-                if self.in_flight == 0 and not buf:
+                started += 1
+                if started % 16 == 0:
+                    await trio.lowlevel.checkpoint()  # a client that pipelines a lot shares the loop
+            # Backpressure: a client that does not read its responses stops being read.
+            while len(self._slots) >= MAX_IN_FLIGHT or self._unsent:
+                await self._wait_progress()
+            try:
+                data = os.read(self._fd, RECV_SIZE)
+            except BlockingIOError:
+                with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
+                    await trio.lowlevel.wait_readable(sock)
+                if idle.cancelled_caught and not self._slots and not buf:
                     log.info("closing idle connection %s", self.peer)
                     return
                 continue
+            except OSError:  # reset by the peer
+                return
             if not data:
                 return
             buf += data
 
-    async def _start_request(self, frame: bytes, nursery: trio.Nursery,
-                             send: trio.MemorySendChannel[_Slot]) -> bool:
+    def _start_request(self, frame: bytes, nursery: trio.Nursery) -> bool:
         """Decode and start one request; False means close the connection."""
         try:
             header, offset = parse_request_header(frame)
@@ -132,16 +172,16 @@ class Connection:
             log.warning("closing %s: unknown api key %d", self.peer, header.api_key)
             return False
         version = header.api_version
-        slot = _Slot()
         if not api.min_version <= version <= api.max_version:
             body = self._unsupported_version(api, version, frame, offset)
             if body is None:
                 log.warning("closing %s: unsupported version %d of %s", self.peer, version, api.key.name)
                 return False
+            slot = _Slot()
+            self._slots.append(slot)
             # ApiVersions' answer to an unknown version is always v0 with header v0 (KIP-511).
-            slot.finish(frame_response(header.correlation_id, 0 if api.key == ApiKey.API_VERSIONS else
-                                       response_header_version(api.key, version), body))
-            await send.send(slot)
+            self._answer(slot, frame_response(header.correlation_id, 0 if api.key == ApiKey.API_VERSIONS else
+                                              response_header_version(api.key, version), body))
             return True
         try:
             request = api.decode_request(version, frame, offset)
@@ -149,9 +189,10 @@ class Connection:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
         ctx = RequestContext(header, self.state, self.endpoint, self.peer)
-        await send.send(slot)
-        self.in_flight += 1
+        slot = _Slot()
+        self._slots.append(slot)
         if api.is_async:
+            self._unstarted += 1
             nursery.start_soon(self._run_async, api, ctx, request, slot)
         else:
             self._finish(slot, api, ctx, self._call(api, ctx, request))
@@ -176,6 +217,7 @@ class Connection:
             return CloseConnection
 
     async def _run_async(self, api: Api, ctx: RequestContext, request: Any, slot: _Slot) -> None:
+        self._unstarted -= 1
         try:
             response = await api.handler(ctx, request)
         except Exception:
@@ -184,55 +226,90 @@ class Connection:
         self._finish(slot, api, ctx, response)
 
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
-        self.in_flight -= 1
         if response is CloseConnection:
-            slot.finish(None, close=True)
+            self._answer(slot, None, close=True)
             return
         if response is None:
-            slot.finish(None)
+            self._answer(slot, None)
             return
         version = ctx.header.api_version
         try:
             body = api.encode_response(version, response)
         except Exception:
             log.exception("encoding %s v%d response failed", api.key.name, version)
-            slot.finish(None, close=True)
+            self._answer(slot, None, close=True)
             return
-        slot.finish(frame_response(ctx.header.correlation_id, response_header_version(api.key, version), body))
+        self._answer(slot, frame_response(ctx.header.correlation_id, response_header_version(api.key, version),
+                                          body))
 
-    async def _write_loop(self, recv: trio.MemoryReceiveChannel[_Slot], scope: trio.CancelScope) -> None:
-        pending: _Slot | None = None
-        async with recv:
-            while True:
-                if pending is None:
-                    try:
-                        pending = await recv.receive()
-                    except trio.EndOfChannel:
-                        return
-                slot, pending = pending, None
-                await slot.done.wait()
-                out: list[bytes] = []
-                close = False
-                while True:
-                    if slot.close:
-                        close = True
-                        break
-                    if slot.data is not None:
-                        out.append(slot.data)
-                    try:
-                        nxt = recv.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                    if not nxt.done.is_set():
-                        pending = nxt
-                        break
-                    slot = nxt
-                if out:
-                    await self.stream.send_all(out[0] if len(out) == 1 else b"".join(out))
-                if close:
-                    log.warning("closing %s after a failed request", self.peer)
-                    scope.cancel()
+    def _answer(self, slot: _Slot, data: bytes | None, *, close: bool = False) -> None:
+        """Record a response; send every answered one from the head of the queue, in order."""
+        slot.data = data
+        slot.close = close
+        slot.done = True
+        slots = self._slots
+        if self._close_when_sent or not slots or not slots[0].done:
+            return
+        out: list[bytes] = []
+        while slots and slots[0].done:
+            head = slots.popleft()
+            if head.close:
+                self._close_when_sent = True
+                slots.clear()
+                self.read_scope.cancel()
+                break
+            if head.data is not None:
+                out.append(head.data)
+        if out:
+            self._send(out)
+        if self._close_when_sent:
+            self._writer_wake.set()
+        self._made_progress()
+
+    def _send(self, out: list[bytes]) -> None:
+        if self._unsent:  # the writer is waiting for the socket: queue behind what it holds
+            self._unsent.extend(out)
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        try:
+            sent = os.write(self._fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:  # the peer went away; the connection ends
+            self._abort()
+            return
+        if sent < len(data):
+            self._unsent.append(memoryview(data)[sent:])
+            self._writer_wake.set()
+
+    def _abort(self) -> None:
+        self._slots.clear()
+        self._unsent.clear()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _write_loop(self) -> None:
+        """Sends what the socket did not take at once, and closes the connection after a failed request."""
+        sock = self.stream.socket
+        while True:
+            await self._writer_wake.wait()
+            self._writer_wake = trio.Event()
+            while self._unsent:
+                await trio.lowlevel.wait_writable(sock)
+                data = self._unsent[0] if len(self._unsent) == 1 else b"".join(self._unsent)
+                try:
+                    sent = os.write(self._fd, data)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    self._abort()
                     return
+                self._unsent = [memoryview(data)[sent:]] if sent < len(data) else []
+                self._made_progress()
+            if self._close_when_sent:
+                log.warning("closing %s after a failed request", self.peer)
+                self._abort()
+                return
 
 
 COORDINATOR_START_DELAY_S = 0.5

@@ -81,7 +81,6 @@ class GroupFlusher:
         if self.average_s is not None and self.average_s < self.inline_below_s:
             log.flush()
             self._measured(time.perf_counter() - started)
-            await trio.lowlevel.checkpoint()
             return
         # Not abandoned on cancellation: the state above stays consistent until the thread returns.
         await trio.to_thread.run_sync(self._timed_flush, log)
