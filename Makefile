@@ -4,8 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
-KBENCH ?= ../shared/bench/kbench.py
-BENCH_PORT ?= 19092
+BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
 .PHONY: install system-deps run test lint bench pipeline clean
@@ -36,12 +35,15 @@ pipeline: install system-deps
 lint: install
 	$(VENV)/bin/ruff check .
 
-bench: install
-	@test -f $(KBENCH) || { echo "kbench not found at $(KBENCH) (set KBENCH=path)"; exit 2; }
-	$(PY) $(KBENCH) --bootstrap 127.0.0.1:$(BENCH_PORT) --label minibroker \
-	    --launch "$(PY) -m broker --listen 127.0.0.1:$(BENCH_PORT) --data-dir $$(mktemp -d)" \
-	    --json-out bench-results.jsonl
+# The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
+# BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.
+bench: $(VENV)/.bench-installed
+	$(PY) -m benchmarks $(BENCH_ARGS)
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+	@touch $@
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache data bench-results.jsonl
+	rm -rf $(VENV) build *.egg-info .pytest_cache data
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,345 @@
+"""The scenarios, each driving a broker with real clients (confluent-kafka for load, kafka-python for its
+own row) and returning a dict of figures. Each runs in a forked child process (see runner.py).
+
+Parameters follow the shared reference benchmark (kbench) so that figures are comparable: 200k x 100 B
+small messages, 20k x 10 KiB large ones, acks=all, linger.ms=5."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks import procfs
+
+BROKER_PID: int | None = None  # set by the runner in the scenario's process
+
+
+def broker_cpu() -> float:
+    """The broker's CPU seconds so far (0 when unknown): scenarios bracket their timed part with it."""
+    value = procfs.cpu_seconds(BROKER_PID) if BROKER_PID else None
+    return value or 0.0
+
+
+@dataclass
+class Params:
+    n_small: int = 200_000
+    size_small: int = 100
+    n_large: int = 20_000
+    size_large: int = 10_240
+    kp_n: int = 50_000
+    lat_n: int = 2_000
+    txn_k: int = 200
+    txn_m: int = 10
+    join_trials: int = 3
+    partitions: int = 1
+    producers: int = 1
+    timeout: float = 180.0
+
+    @classmethod
+    def quick(cls) -> Params:
+        return cls(n_small=20_000, n_large=2_000, kp_n=5_000, lat_n=300, txn_k=30, join_trials=1, timeout=90.0)
+
+
+def payload(size: int) -> bytes:
+    # Random (not compressible) bytes; no compression is configured anyway.
+    base = os.urandom(min(size, 4096)) if size else b""
+    return (base * (size // max(len(base), 1) + 1))[:size]
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    k = (len(sorted_values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+                        operation_timeout=timeout)[topic].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # until every partition has a leader in Metadata
+        found = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+        if found is not None and found.error is None and len(found.partitions) >= partitions and all(
+                p.leader >= 0 for p in found.partitions.values()):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"topic {topic} has no leaders after {timeout} s")
+
+
+def _confluent_produce(bootstrap: str, topic: str, n: int, size: int, partitions: int,
+                       extra: dict | None = None) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    conf = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+            "message.timeout.ms": 120_000, **(extra or {})}
+    producer = Producer(conf)
+    data = payload(size)
+    errors: list[str] = []
+    delivered = [0]
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is None:
+            delivered[0] += 1
+        elif len(errors) < 5:
+            errors.append(str(err))
+
+    producer.list_topics(topic=topic, timeout=10)
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                producer.produce(topic, data, partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i & 1023 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    return {"topic": topic, "msgs": n, "size": size, "delivered": delivered[0], "first_errors": errors,
+            "broker_cpu_s": broker_cpu() - cpu,
+            "elapsed_s": round(elapsed, 4), "msgs_per_s": round(delivered[0] / elapsed, 1),
+            "mb_per_s": round(delivered[0] * size / elapsed / 1e6, 2), "bytes": delivered[0] * size,
+            "requests": None, "ok": delivered[0] == n and left == 0}
+
+
+def produce(bootstrap: str, p: Params, prefix: str, n: int, size: int, idempotent: bool) -> dict[str, Any]:
+    topic = f"{prefix}-p-{size}-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    extra = {"enable.idempotence": True} if idempotent else {}
+    if p.producers == 1:
+        return _confluent_produce(bootstrap, topic, n, size, p.partitions, extra)
+    return _concurrent_produce(bootstrap, topic, n, size, p, extra)
+
+
+def _concurrent_produce(bootstrap: str, topic: str, n: int, size: int, p: Params, extra: dict) -> dict[str, Any]:
+    """`p.producers` client instances (each its own connection), n messages in all, from threads."""
+    import threading
+
+    results: list[dict[str, Any]] = []
+    share = n // p.producers
+
+    def one() -> None:
+        results.append(_confluent_produce(bootstrap, topic, share, size, p.partitions, extra))
+
+    threads = [threading.Thread(target=one) for _ in range(p.producers)]
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    cpu = broker_cpu() - cpu
+    delivered = sum(r["delivered"] for r in results)
+    return {"topic": topic, "msgs": share * p.producers, "size": size, "delivered": delivered, "broker_cpu_s": cpu,
+            "producers": p.producers, "elapsed_s": round(elapsed, 4),
+            "msgs_per_s": round(delivered / elapsed, 1), "mb_per_s": round(delivered * size / elapsed / 1e6, 2),
+            "bytes": delivered * size, "first_errors": [e for r in results for e in r["first_errors"]][:5],
+            "ok": delivered == share * p.producers}
+
+
+def produce_kafka_python(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
+    from kafka import KafkaProducer
+
+    topic = f"{prefix}-kp-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30000,
+                             max_block_ms=60000)
+    data = payload(p.size_small)
+    producer.partitions_for(topic)
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    futures = [producer.send(topic, data, partition=i % p.partitions) for i in range(p.kp_n)]
+    producer.flush(timeout=120)
+    elapsed = time.perf_counter() - started
+    cpu = broker_cpu() - cpu
+    ok = sum(1 for f in futures if f.succeeded())
+    producer.close(timeout=5)
+    return {"client": "kafka-python", "topic": topic, "msgs": p.kp_n, "delivered": ok, "broker_cpu_s": cpu,
+            "elapsed_s": round(elapsed, 4), "msgs_per_s": round(ok / elapsed, 1),
+            "mb_per_s": round(ok * p.size_small / elapsed / 1e6, 2), "bytes": ok * p.size_small,
+            "ok": ok == p.kp_n}
+
+
+def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    """Read n messages produced just before (untimed) with an assigned consumer."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    topic = f"{prefix}-c-{size}-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    produced = _confluent_produce(bootstrap, topic, n, size, p.partitions)
+    if not produced["ok"]:
+        return {"ok": False, "error": f"producing the input failed: {produced}"}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         # keep librdkafka fetching rather than pausing on its local queue
+                         "queued.min.messages": 10_000_000, "fetch.queue.backoff.ms": 10})
+    consumer.list_topics(topic=topic, timeout=10)
+    got = nbytes = 0
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    consumer.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(p.partitions)])
+    deadline = started + p.timeout
+    while got < n and time.perf_counter() < deadline:
+        for msg in consumer.consume(num_messages=min(10_000, n - got), timeout=0.1):
+            if msg.error():
+                continue
+            got += 1
+            nbytes += len(msg.value() or b"")
+    elapsed = time.perf_counter() - started
+    cpu = broker_cpu() - cpu
+    consumer.close()
+    return {"topic": topic, "msgs": n, "size": size, "consumed": got, "broker_cpu_s": cpu,
+            "elapsed_s": round(elapsed, 4),
+            "msgs_per_s": round(got / elapsed, 1), "mb_per_s": round(nbytes / elapsed / 1e6, 2),
+            "bytes": nbytes, "ok": got == n}
+
+
+def latency(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
+    """Synchronous produce: one message, wait for its acknowledgement (acks=all), repeat."""
+    from confluent_kafka import Producer
+
+    topic = f"{prefix}-lat-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                         "message.timeout.ms": 30000})
+    producer.list_topics(topic=topic, timeout=10)
+    data = payload(p.size_small)
+    errors: list[str] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None and len(errors) < 5:
+            errors.append(str(err))
+
+    for _ in range(50):  # warm-up
+        producer.produce(topic, data, partition=0, on_delivery=on_delivery)
+        producer.flush(10)
+    samples = []
+    cpu = broker_cpu()
+    for _ in range(p.lat_n):
+        started = time.perf_counter()
+        producer.produce(topic, data, partition=0, on_delivery=on_delivery)
+        producer.flush(10)
+        samples.append((time.perf_counter() - started) * 1000)
+    cpu = broker_cpu() - cpu
+    samples.sort()
+    return {"sends": len(samples), "requests": len(samples), "broker_cpu_s": cpu,
+            "p50_ms": round(percentile(samples, 0.5), 3),
+            "p90_ms": round(percentile(samples, 0.9), 3), "p99_ms": round(percentile(samples, 0.99), 3),
+            "max_ms": round(samples[-1], 3), "mean_ms": round(statistics.fmean(samples), 3),
+            "first_errors": errors, "ok": not errors}
+
+
+def transactions(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
+    """Transactions of txn_m messages each, committed one after the other; then one aborted, and a
+    read_committed consumer must see exactly the committed messages."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    topic = f"{prefix}-txn-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "transactional.id": f"{prefix}-tx-{uuid.uuid4().hex[:8]}",
+                         "transaction.timeout.ms": 60000, "message.timeout.ms": 60000})
+    data = payload(p.size_small)
+    producer.init_transactions(30)
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    for _ in range(p.txn_k):
+        producer.begin_transaction()
+        for _ in range(p.txn_m):
+            producer.produce(topic, data, partition=0)
+        producer.commit_transaction(30)
+    elapsed = time.perf_counter() - started
+    cpu = broker_cpu() - cpu
+    producer.begin_transaction()
+    for _ in range(p.txn_m):
+        producer.produce(topic, b"ABORTED", partition=0)
+    producer.abort_transaction(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-v-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    seen = aborted = 0
+    deadline = time.perf_counter() + 30
+    eof = False
+    while not eof and time.perf_counter() < deadline:
+        for msg in consumer.consume(1000, 1.0):
+            if msg.error():
+                eof = msg.error().code() == -191 and seen >= p.txn_k * p.txn_m  # _PARTITION_EOF
+                continue
+            seen += 1
+            aborted += msg.value() == b"ABORTED"
+    consumer.close()
+    verified = seen == p.txn_k * p.txn_m and aborted == 0
+    return {"txns": p.txn_k, "msgs_per_txn": p.txn_m, "elapsed_s": round(elapsed, 4), "broker_cpu_s": cpu,
+            "txns_per_s": round(p.txn_k / elapsed, 1), "msgs_per_s": round(p.txn_k * p.txn_m / elapsed, 1),
+            # AddPartitionsToTxn, Produce and EndTxn per transaction (librdkafka's order)
+            "requests": 3 * p.txn_k, "read_committed_seen": seen, "aborted_visible": aborted,
+            "verified": verified, "ok": verified}
+
+
+def group_join(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
+    """From subscribe() to the first message for a consumer that is alone in a new group."""
+    from confluent_kafka import Consumer
+
+    topic = f"{prefix}-grp-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    if not _confluent_produce(bootstrap, topic, 100 * p.partitions, 100, p.partitions)["ok"]:
+        return {"ok": False, "error": "producing the input failed"}
+    times = []
+    for _ in range(p.join_trials):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-g-{uuid.uuid4().hex[:8]}",
+                             "auto.offset.reset": "earliest", "session.timeout.ms": 10000})
+        started = time.perf_counter()
+        consumer.subscribe([topic])
+        got = None
+        while time.perf_counter() < started + 60:
+            msg = consumer.poll(0.05)
+            if msg is not None and not msg.error():
+                got = time.perf_counter() - started
+                break
+        consumer.close()
+        if got is None:
+            return {"ok": False, "error": "no message within 60 s"}
+        times.append(got * 1000)
+    times.sort()
+    return {"trials": len(times), "median_ms": round(statistics.median(times), 1),
+            "times_ms": [round(t, 1) for t in times], "ok": True}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    run: Callable[[str, Params, str], dict[str, Any]]
+    metric: str  # the headline figure
+    unit: str
+    higher_is_better: bool
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+    Scenario("produce_small", lambda b, p, x: produce(b, p, x, p.n_small, p.size_small, False),
+             "msgs_per_s", "msg/s", True),
+    Scenario("produce_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, False),
+             "mb_per_s", "MB/s", True),
+    Scenario("produce_idem_small", lambda b, p, x: produce(b, p, x, p.n_small, p.size_small, True),
+             "msgs_per_s", "msg/s", True),
+    Scenario("produce_idem_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, True),
+             "mb_per_s", "MB/s", True),
+    Scenario("produce_kp_small", produce_kafka_python, "msgs_per_s", "msg/s", True),
+    Scenario("consume_small", lambda b, p, x: consume(b, p, x, p.n_small, p.size_small), "msgs_per_s", "msg/s", True),
+    Scenario("consume_large", lambda b, p, x: consume(b, p, x, p.n_large, p.size_large), "mb_per_s", "MB/s", True),
+    Scenario("latency_p50", latency, "p50_ms", "ms", False),
+    Scenario("txn", transactions, "txns_per_s", "txn/s", True),
+    Scenario("group_join", group_join, "median_ms", "ms", False),
+]}

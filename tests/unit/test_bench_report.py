@@ -1,0 +1,82 @@
+"""The benchmark's arithmetic on synthetic figures: medians, minibroker / Tansu ratios, targets, CPU shares."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.report import summarize, table
+from benchmarks.runner import add_cpu_figures
+
+
+def _broker(**figures: list[dict]) -> dict:
+    return {"startup_ms": [120.0], "idle_rss_kib": [30_000], "final_rss_kib": [90_000],
+            "scenarios": figures}
+
+
+def _rows(results: dict) -> dict:
+    return {r.row: r for r in summarize(results)}
+
+
+def test_ratios_and_targets():
+    results = {"brokers": {
+        "minibroker": _broker(
+            produce_large=[{"ok": True, "mb_per_s": 300.0}, {"ok": True, "mb_per_s": 500.0},
+                           {"ok": True, "mb_per_s": 400.0}],
+            produce_small=[{"ok": True, "msgs_per_s": 90.0}],
+            latency_p50=[{"ok": True, "p50_ms": 0.5, "p99_ms": 0.8}],
+            group_join=[{"ok": True, "median_ms": 150.0}]),
+        "tansu": _broker(
+            produce_large=[{"ok": True, "mb_per_s": 100.0}],
+            produce_small=[{"ok": True, "msgs_per_s": 100.0}],
+            latency_p50=[{"ok": True, "p50_ms": 0.25, "p99_ms": 1.6}],
+            group_join=[{"ok": True, "median_ms": 5000.0}])}}
+    rows = _rows(results)
+    assert rows["produce_large"].minibroker == 400.0  # the median of three rounds
+    assert rows["produce_large"].ratio == 4.0 and rows["produce_large"].passed
+    assert rows["produce_small"].ratio == 0.9 and rows["produce_small"].passed is False
+    # Lower is better: p99 at half of Tansu's passes "<= Tansu".
+    assert rows["latency_p99"].ratio == 0.5 and rows["latency_p99"].passed
+    assert rows["group_join"].passed is False  # 150 ms > 100 ms, whatever Tansu does
+    assert rows["startup"].passed and rows["idle_rss"].passed and rows["final_rss"].passed
+    assert "FAIL" in table(list(rows.values()))
+
+
+def test_failed_runs_do_not_count_and_missing_peer_gives_no_verdict():
+    results = {"brokers": {"minibroker": _broker(
+        produce_small=[{"ok": False, "msgs_per_s": 1e9}, {"ok": True, "msgs_per_s": 10.0}],
+        txn=[{"ok": False, "error": "boom"}])}}
+    rows = _rows(results)
+    assert rows["produce_small"].minibroker == 10.0
+    assert rows["produce_small"].ratio is None and rows["produce_small"].passed is None
+    assert rows["txn"].minibroker is None
+
+
+def test_rss_targets_fail_above_their_bounds():
+    broker = _broker()
+    broker["idle_rss_kib"] = [60 * 1024]
+    broker["final_rss_kib"] = [120 * 1024]
+    rows = _rows({"brokers": {"minibroker": broker}})
+    assert rows["idle_rss"].passed is False and rows["final_rss"].passed is False
+
+
+def test_cpu_figures_per_message_mb_and_request():
+    result = add_cpu_figures({"ok": True, "broker_cpu_s": 2.0, "delivered": 1_000_000, "bytes": 100_000_000,
+                              "requests": 4000})
+    assert result["broker_cpu_us_per_msg"] == 2.0
+    assert result["broker_cpu_ms_per_mb"] == 20.0
+    assert result["broker_cpu_us_per_request"] == 500.0
+    assert "broker_cpu_us_per_msg" not in add_cpu_figures({"ok": False, "broker_cpu_s": 1.0, "delivered": 5})
+
+
+def test_chart_is_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    from benchmarks.chart import draw
+
+    rows = [r.__dict__ for r in summarize({"brokers": {
+        "minibroker": _broker(produce_small=[{"ok": True, "msgs_per_s": 120.0}]),
+        "tansu": _broker(produce_small=[{"ok": True, "msgs_per_s": 100.0}])}})]
+    scale = [{"broker": "minibroker", "partitions": n, "producers": 1, "broker_cpu_us_per_msg": float(n)}
+             for n in (1, 10, 100)]
+    path = tmp_path / "bench.png"
+    draw(rows, scale, str(path), "test")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
