@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench pipeline clean
+.PHONY: install system-deps run test lint bench fuzz pipeline clean
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,11 @@ pipeline: install system-deps
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Fuzzing: a million mutated or random requests and record batches through the decoders, then 20,000
+# over sockets to a real broker (FUZZ_INPUTS, FUZZ_SOCKET_INPUTS, FUZZ_SEED to change); prints figures.
+fuzz: install
+	$(PY) -m tests.fuzz.run
 
 # The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
 # BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.

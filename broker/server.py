@@ -86,6 +86,7 @@ class Connection:
         self._progress: trio.Event | None = None  # set when a response is answered or sent
         self._scope: trio.CancelScope | None = None
         self._unstarted = 0  # handler tasks started that have not run yet
+        self._long_polls: set[trio.CancelScope] = set()
 
     async def run(self) -> None:
         try:
@@ -94,7 +95,9 @@ class Connection:
                 nursery.start_soon(self._write_loop)
                 with self.read_scope:
                     await self._read_loop(nursery)
-                # No more requests: answer the ones in flight, then close.
+                # No more requests: answer the ones in flight (but no long poll), then close.
+                for scope in self._long_polls:
+                    scope.cancel()
                 while self._slots or self._unsent:
                     await self._wait_progress()
                 nursery.cancel_scope.cancel()
@@ -150,7 +153,9 @@ class Connection:
             except BlockingIOError:
                 with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
                     await trio.lowlevel.wait_readable(sock)
-                if idle.cancelled_caught and not self._slots and not buf:
+                # Idle: no bytes for connections.max.idle.ms (half a frame then silence too), and no
+                # request of ours in flight (Kafka: no activity on the channel).
+                if idle.cancelled_caught and not self._slots:
                     log.info("closing idle connection %s", self.peer)
                     return
                 continue
@@ -218,11 +223,21 @@ class Connection:
 
     async def _run_async(self, api: Api, ctx: RequestContext, request: Any, slot: _Slot) -> None:
         self._unstarted -= 1
-        try:
-            response = await api.handler(ctx, request)
-        except Exception:
-            log.exception("%s v%d from %s failed", api.key.name, ctx.header.api_version, self.peer)
-            response = CloseConnection
+        # A Fetch long poll (max_wait_ms is the client's choice, up to 2^31 ms) only waits: it ends with the
+        # connection. Other handlers finish their work (a coordinator's write) even if the client has gone.
+        with trio.CancelScope() as scope:
+            if api.key == ApiKey.FETCH:
+                self._long_polls.add(scope)
+            try:
+                response = await api.handler(ctx, request)
+            except Exception:
+                log.exception("%s v%d from %s failed", api.key.name, ctx.header.api_version, self.peer)
+                response = CloseConnection
+            finally:
+                self._long_polls.discard(scope)
+        if scope.cancelled_caught:
+            self._answer(slot, None)
+            return
         self._finish(slot, api, ctx, response)
 
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
@@ -328,6 +343,11 @@ class Server:
 
     def shutdown(self) -> None:
         self._shutdown.set()
+
+    @property
+    def connection_count(self) -> int:
+        """Client connections being served now."""
+        return len(self._connections)
 
     async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
         self.state = BrokerState(self.config)

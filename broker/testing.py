@@ -109,6 +109,15 @@ class BrokerThread:
             raise RuntimeError("broker is not running")
         return trio.from_thread.run_sync(fn, self._server.state, *args, trio_token=self._token)
 
+    def open_connections(self) -> int:
+        """Client connections the broker serves now: a test that closed its clients can wait for 0."""
+        import trio
+
+        if self._server is None:
+            raise RuntimeError("broker is not running")
+        server = self._server
+        return trio.from_thread.run_sync(lambda: server.connection_count, trio_token=self._token)
+
     def __enter__(self) -> BrokerThread:
         return self.start()
 

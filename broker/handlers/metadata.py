@@ -26,7 +26,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
     include_ops = version >= 8 and req.include_topic_authorized_operations
     topics: list[dict[str, Any]] = []
-    if all_topics:
+    if not all_topics and version < 12 and any(
+            t.name is None or (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID for t in req.topics):
+        # KafkaApis: "Topic IDs are not supported in requests for version 10/11" (and a null name with
+        # them): InvalidRequestException, answered as MetadataRequest.getErrorResponse does, every topic
+        # INVALID_REQUEST, a null name written as "" (the response has no null names before v12).
+        topics = [_error(ErrorCode.INVALID_REQUEST, t.name or "", getattr(t, "topic_id", None) or ZERO_UUID)
+                  for t in req.topics]
+    elif all_topics:
         topics = [topic_metadata(ctx, t, include_ops) for t in state.topics
                   if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
