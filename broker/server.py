@@ -87,6 +87,7 @@ class Connection:
         self._scope: trio.CancelScope | None = None
         self._unstarted = 0  # handler tasks started that have not run yet
         self._long_polls: set[trio.CancelScope] = set()
+        self._reads_done = False
 
     async def run(self) -> None:
         try:
@@ -96,6 +97,7 @@ class Connection:
                 with self.read_scope:
                     await self._read_loop(nursery)
                 # No more requests: answer the ones in flight (but no long poll), then close.
+                self._reads_done = True
                 for scope in self._long_polls:
                     scope.cancel()
                 while self._slots or self._unsent:
@@ -228,6 +230,8 @@ class Connection:
         with trio.CancelScope() as scope:
             if api.key == ApiKey.FETCH:
                 self._long_polls.add(scope)
+                if self._reads_done:  # started just before the connection stopped reading
+                    scope.cancel()
             try:
                 response = await api.handler(ctx, request)
             except Exception:

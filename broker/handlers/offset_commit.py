@@ -11,6 +11,7 @@ from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
 
 DEFAULT_RETENTION = -1
+INT64_MAX = (1 << 63) - 1
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -21,7 +22,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     now = state.now_ms()
     # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
     retention = req.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
-    expire = now + retention if retention != DEFAULT_RETENTION else None
+    # Kafka adds the two as Java longs; a retention near 2^63 (found by fuzzing) means "never" here rather
+    # than a wrapped-around timestamp.
+    expire = max(min(now + retention, INT64_MAX), -INT64_MAX - 1) if retention != DEFAULT_RETENTION else None
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetValue] = {}
     # READ on the group, then on each topic (KafkaApis.handleOffsetCommitRequest).

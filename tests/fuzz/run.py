@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         report = fuzz_broker(ns.socket_inputs, ns.seed)
         print(f"sockets: {report.sent:,} inputs over {report.connections:,} connections in "
-              f"{time.perf_counter() - started:.0f} s, {report.answered_bytes:,} bytes answered; witness answered {report.witness_answers:,} times; "
+              f"{time.perf_counter() - started:.0f} s, {report.answered_bytes:,} bytes answered; "
+              f"witness answered {report.witness_answers:,} times; "
               f"broker errors logged {len(report.errors)}; connections left open {report.left_open}")
         for line in report.errors[:5]:
             print(f"  {line}")

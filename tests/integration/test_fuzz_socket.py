@@ -64,3 +64,19 @@ def test_half_a_frame_then_silence_is_closed_when_idle(tmp_path):
         stalled.settimeout(30)
         assert stalled.recv(10) == b""  # closed by the broker
         stalled.close()
+
+
+def test_offset_commit_retention_near_2_63(minibroker, topic_name):
+    """Found by fuzzing: OffsetCommit v2-4 with retention_time_ms near 2^63 overflowed the expiry
+    timestamp, and the failed encoding closed the connection."""
+    with WireClient(minibroker) as client:
+        client.create_topic(topic_name)
+        response = client.request(8, 2, {"group_id": "fuzz-retention", "generation_id_or_member_epoch": -1,
+                                         "member_id": "", "retention_time_ms": 2**63 - 1, "topics": [
+                                             {"name": topic_name, "partitions": [
+                                                 {"partition_index": 0, "committed_offset": 5,
+                                                  "committed_metadata": ""}]}]})
+        assert response.topics[0].partitions[0].error_code == 0
+        fetched = client.request(9, 1, {"group_id": "fuzz-retention", "topics": [
+            {"name": topic_name, "partition_indexes": [0]}]})
+        assert fetched.topics[0].partitions[0].committed_offset == 5
