@@ -20,7 +20,7 @@ def draw(rows: list[dict[str, Any]], scale: list[dict[str, Any]], path: str, tit
         names = [r["row"] for r in compared]
         # Normalised so that taller is better for minibroker: Tansu / minibroker for lower-is-better rows.
         advantage = [r["ratio"] if r["higher_is_better"] else 1 / r["ratio"] for r in compared]
-        colors = ["#2a9d8f" if r["passed"] else "#e76f51" for r in compared]
+        colors = [{True: "#2a9d8f", False: "#e76f51", None: "#9e9e9e"}[r["passed"]] for r in compared]
         ax.barh(names, advantage, color=colors)
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.set_xscale("log")
@@ -28,7 +28,7 @@ def draw(rows: list[dict[str, Any]], scale: list[dict[str, Any]], path: str, tit
         for y, value in enumerate(advantage):
             ax.text(value, y, f" {value:.2f}x", va="center", fontsize=8)
         ax.set_xlabel("minibroker advantage over Tansu (x, log scale; >1 better)")
-        ax.set_title("Same run, same machine (green: target met)")
+        ax.set_title("Same run, same machine (green: target met, red: missed, grey: no target)")
     else:
         ax.text(0.5, 0.5, "Tansu not installed: no comparison", ha="center", va="center")
         ax.set_axis_off()
