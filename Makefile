@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench fuzz pipeline clean
+.PHONY: install system-deps run test lint bench fuzz soak pipeline clean
 
 install: $(VENV)/.installed
 
@@ -39,6 +39,12 @@ lint: install
 # over sockets to a real broker (FUZZ_INPUTS, FUZZ_SOCKET_INPUTS, FUZZ_SEED to change); prints figures.
 fuzz: install
 	$(PY) -m tests.fuzz.run
+
+# The crash loop: SOAK_ITERATIONS SIGKILLs under idempotent, transactional and consumer-group load, every
+# acknowledgement checked after each restart; prints the counts (a 3-kill run is part of `make test`).
+SOAK_ITERATIONS ?= 20
+soak: install
+	$(PY) -m tests.soak.crash_loop --iterations $(SOAK_ITERATIONS)
 
 # The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
 # BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.
