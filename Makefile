@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench fuzz soak pipeline clean
+.PHONY: install system-deps run test lint bench fuzz soak load pipeline clean
 
 install: $(VENV)/.installed
 
@@ -45,6 +45,11 @@ fuzz: install
 SOAK_ITERATIONS ?= 20
 soak: install
 	$(PY) -m tests.soak.crash_loop --iterations $(SOAK_ITERATIONS)
+
+# Load: 1,000 connections, 100 producers and 20 consumers on one broker, idle connections closed, a slow
+# reader; prints the broker's memory and how fairly the clients were served.
+load: install
+	$(PY) -m tests.load.run
 
 # The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
 # BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.
