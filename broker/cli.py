@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not create unknown topics on Metadata/Produce")
     p.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
                    help="set a Kafka-named option, e.g. -o log.retention.ms=60000 (repeatable)")
+    p.add_argument("--admin-listen", metavar="HOST:PORT",
+                   help="serve the admin HTTP endpoint (fault injection rules for tests) here; off by default")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return p
 
@@ -78,6 +80,9 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         config.num_partitions = args.num_partitions
     if args.no_auto_create_topics:
         config.auto_create_topics = False
+    if args.admin_listen is not None:
+        parse_host_port(args.admin_listen, default_port=0)  # refuse a malformed address now
+        config.admin_listen = args.admin_listen
     config.validate()
     return config
 

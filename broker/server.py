@@ -21,10 +21,12 @@ import trio
 
 from broker.config import BrokerConfig, Listener
 from broker.dispatch import Api, RequestContext, load_handlers, lookup
+from broker.faults import FaultAction, FaultInjector, error_response
 from broker.state import BrokerState, Endpoint
 from protocol.errors import DecodeError
 from protocol.header import (
     ApiKey,
+    ErrorCode,
     parse_request_header,
     response_header_version,
 )
@@ -49,6 +51,8 @@ class _Slot:
     data: bytes | None = None  # framed response, None for no response (acks=0)
     close: bool = False
     done: bool = False
+    drop: bool = False  # fault injection: close the connection instead of sending this response
+    close_after: bool = False  # fault injection: close the connection once this response is sent
 
 
 def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
@@ -142,7 +146,7 @@ class Connection:
                 # may not be enough, as trio shuffles the tasks it runs in one batch.
                 while self._unstarted:
                     await trio.lowlevel.checkpoint()
-                if not self._start_request(frame, nursery):
+                if not await self._start_request(frame, nursery):
                     return
                 started += 1
                 if started % 16 == 0:
@@ -167,8 +171,9 @@ class Connection:
                 return
             buf += data
 
-    def _start_request(self, frame: bytes, nursery: trio.Nursery) -> bool:
-        """Decode and start one request; False means close the connection."""
+    async def _start_request(self, frame: bytes, nursery: trio.Nursery) -> bool:
+        """Decode and start one request; False means close the connection. (Async only for an injected
+        delay: nothing else awaits here.)"""
         try:
             header, offset = parse_request_header(frame)
         except DecodeError as exc:
@@ -197,6 +202,28 @@ class Connection:
             return False
         ctx = RequestContext(header, self.state, self.endpoint, self.peer)
         slot = _Slot()
+        faults = self.server.faults
+        if faults.active:
+            rule = faults.match(api.key, header.client_id, request, self.state.now_ms(), self._topic_name)
+            if rule is not None:
+                log.info("fault %d (%s) on %s v%d from %s", rule.id, rule.action.value, api.key.name, version,
+                         self.peer)
+                action = rule.action
+                if action is FaultAction.DROP_REQUEST:
+                    self._abort()
+                    return False
+                if action in (FaultAction.ERROR, FaultAction.LEADER_UNAVAILABLE):
+                    self._slots.append(slot)
+                    error = rule.error or ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    acks0 = api.key == ApiKey.PRODUCE and request.acks == 0
+                    self._finish(slot, api, ctx, None if acks0 else
+                                 error_response(api.key, request, error, self._topic_name))
+                    return True
+                if action is FaultAction.DELAY:
+                    # Like a muted Kafka channel: this connection's later requests wait too.
+                    await trio.sleep(rule.delay_ms / 1000)
+                slot.drop = action is FaultAction.DROP_RESPONSE
+                slot.close_after = action is FaultAction.DROP_AFTER_RESPONSE
         self._slots.append(slot)
         if api.is_async:
             self._unstarted += 1
@@ -244,7 +271,13 @@ class Connection:
             return
         self._finish(slot, api, ctx, response)
 
+    def _topic_name(self, topic_id: Any) -> str | None:
+        topic = self.state.topics.get_by_id(topic_id)
+        return None if topic is None else topic.name
+
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
+        if api.key == ApiKey.METADATA and self.server.faults.active and isinstance(response, dict):
+            _hide_leaders(response, self.server.faults.unavailable_leaders(self.state.now_ms()))
         if response is CloseConnection:
             self._answer(slot, None, close=True)
             return
@@ -263,6 +296,8 @@ class Connection:
 
     def _answer(self, slot: _Slot, data: bytes | None, *, close: bool = False) -> None:
         """Record a response; send every answered one from the head of the queue, in order."""
+        if slot.drop:
+            data, close = None, True
         slot.data = data
         slot.close = close
         slot.done = True
@@ -279,6 +314,11 @@ class Connection:
                 break
             if head.data is not None:
                 out.append(head.data)
+            if head.close_after:
+                self._close_when_sent = True
+                slots.clear()
+                self.read_scope.cancel()
+                break
         if out:
             self._send(out)
         if self._close_when_sent:
@@ -331,6 +371,15 @@ class Connection:
                 return
 
 
+def _hide_leaders(response: dict[str, Any], hidden: set[tuple[str, int]]) -> None:
+    """Fault injection: the partitions' leader is unavailable in Metadata, as during an election."""
+    for topic in response.get("topics") or []:
+        for partition in topic.get("partitions") or []:
+            if (topic.get("name"), partition.get("partition_index")) in hidden:
+                partition.update(error_code=ErrorCode.LEADER_NOT_AVAILABLE, leader_id=-1, leader_epoch=-1,
+                                 isr_nodes=[])
+
+
 COORDINATOR_START_DELAY_S = 0.5
 
 
@@ -344,6 +393,8 @@ class Server:
         self._shutdown = trio.Event()
         self.stopped = trio.Event()
         self._connections: set[Connection] = set()
+        self.faults = FaultInjector()  # rules set by tests (BrokerThread, the admin endpoint)
+        self.admin_address: tuple[str, int] | None = None
 
     def shutdown(self) -> None:
         self._shutdown.set()
@@ -362,6 +413,12 @@ class Server:
                 if self.config.log_cleaner_enable:
                     nursery.start_soon(self.state.log_cleaner.run)
                 self.state.services = nursery
+                if self.config.admin_listen:
+                    from broker.admin_http import serve
+                    from broker.config import parse_host_port
+
+                    host, port = parse_host_port(self.config.admin_listen, default_port=0)
+                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.state.now_ms)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
                     task_status.started(self)

@@ -109,6 +109,77 @@ class BrokerThread:
             raise RuntimeError("broker is not running")
         return trio.from_thread.run_sync(fn, self._server.state, *args, trio_token=self._token)
 
+    # -- fault injection (broker/faults.py); each returns the rule's id ------------------------------------
+    def inject(self, action: str, **rule: Any) -> int:
+        """Add a fault rule: action is one of broker.faults.FaultAction's values; `rule` takes api, error,
+        count (None: every match), topic, partition, client_id, delay_ms, duration_ms."""
+        import trio
+
+        server = self._require_server()
+
+        def add() -> int:
+            return server.faults.add(action, now_ms=server.state.now_ms(), **rule).id
+
+        return trio.from_thread.run_sync(add, trio_token=self._token)
+
+    def inject_error(self, api: str | int, error: str | int, count: int | None = 1, **match: Any) -> int:
+        """The next `count` requests of `api` (e.g. "PRODUCE"), optionally only for topic/partition/client_id,
+        are answered with `error` (e.g. "NOT_LEADER_OR_FOLLOWER") without being run."""
+        return self.inject("error", api=api, error=error, count=count, **match)
+
+    def delay(self, api: str | int, ms: int, count: int | None = 1, **match: Any) -> int:
+        return self.inject("delay", api=api, delay_ms=ms, count=count, **match)
+
+    def drop_connection(self, api: str | int, when: str = "after_response", count: int | None = 1,
+                        **match: Any) -> int:
+        """Close the connection on the request (`when="request"`, not run), instead of its response
+        (`"response"`: run, not answered) or after its response (`"after_response"`)."""
+        actions = {"request": "drop_request", "response": "drop_response", "after_response": "drop_after_response"}
+        return self.inject(actions[when], api=api, count=count, **match)
+
+    def drop_produce_response(self, count: int = 1, **match: Any) -> int:
+        """The next Produce is appended, but the connection closes instead of answering: the client retries."""
+        return self.drop_connection("PRODUCE", "response", count, **match)
+
+    def leader_unavailable(self, topic: str, partition: int, seconds: float) -> int:
+        """For `seconds`, the partition has no leader: Metadata says LEADER_NOT_AVAILABLE, Produce, Fetch and
+        ListOffsets get NOT_LEADER_OR_FOLLOWER."""
+        return self.inject("leader_unavailable", topic=topic, partition=partition,
+                           duration_ms=int(seconds * 1000))
+
+    def faults(self) -> list[dict[str, Any]]:
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: server.faults.describe(server.state.now_ms()),
+                                         trio_token=self._token)
+
+    def remove_fault(self, rule_id: int) -> bool:
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(server.faults.remove, rule_id, trio_token=self._token)
+
+    def clear_faults(self) -> None:
+        import trio
+
+        server = self._require_server()
+        trio.from_thread.run_sync(server.faults.clear, trio_token=self._token)
+
+    @property
+    def admin_url(self) -> str:
+        """http://HOST:PORT of the admin endpoint (start the broker with admin_listen="127.0.0.1:0")."""
+        server = self._require_server()
+        if server.admin_address is None:
+            raise RuntimeError("the broker runs without an admin endpoint (admin_listen)")
+        host, port = server.admin_address
+        return f"http://{host}:{port}"
+
+    def _require_server(self) -> Any:
+        if self._server is None:
+            raise RuntimeError("broker is not running")
+        return self._server
+
     def open_connections(self) -> int:
         """Client connections the broker serves now: a test that closed its clients can wait for 0."""
         import trio
