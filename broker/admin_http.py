@@ -8,6 +8,7 @@ the broker from outside Python.
     DELETE /faults/ID       remove one
     DELETE /faults          remove all
     GET    /health          "ok"
+    GET    /metrics         Prometheus metrics (text exposition format, broker/metrics.py)
 
 HTTP/1.1 with one request per connection; a small, local tool, not a general web server.
 """
@@ -63,7 +64,7 @@ def handle(method: str, path: str, body: bytes, faults: FaultInjector, now_ms: i
     return 201, {"id": rule.id}
 
 
-async def serve(host: str, port: int, faults: FaultInjector, now_ms: Any,
+async def serve(host: str, port: int, faults: FaultInjector, now_ms: Any, metrics: Any = None,
                 task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
     listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()[:2]
@@ -74,14 +75,14 @@ async def serve(host: str, port: int, faults: FaultInjector, now_ms: Any,
         async with stream:
             try:
                 with trio.move_on_after(10):
-                    await _exchange(stream, faults, now_ms)
+                    await _exchange(stream, faults, now_ms, metrics)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
     await trio.serve_listeners(one, listeners)
 
 
-async def _exchange(stream: trio.SocketStream, faults: FaultInjector, now_ms: Any) -> None:
+async def _exchange(stream: trio.SocketStream, faults: FaultInjector, now_ms: Any, metrics: Any) -> None:
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = await stream.receive_some(4096)
@@ -108,6 +109,11 @@ async def _exchange(stream: trio.SocketStream, faults: FaultInjector, now_ms: An
         if not chunk:
             return
         body += chunk
+    if method == "GET" and path.split("?", 1)[0] == "/metrics" and metrics is not None:
+        text = metrics().encode()
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(text) + text)
+        return
     status, payload = handle(method, path, body[:length], faults, now_ms())
     await _respond(stream, status, payload)
 

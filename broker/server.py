@@ -13,6 +13,7 @@ import math
 import os
 import socket
 import struct
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ import trio
 from broker.config import BrokerConfig, Listener
 from broker.dispatch import Api, RequestContext, load_handlers, lookup
 from broker.faults import FaultAction, FaultInjector, error_response
+from broker.metrics import Metrics
 from broker.state import BrokerState, Endpoint
 from protocol.errors import DecodeError
 from protocol.header import (
@@ -53,6 +55,8 @@ class _Slot:
     done: bool = False
     drop: bool = False  # fault injection: close the connection instead of sending this response
     close_after: bool = False  # fault injection: close the connection once this response is sent
+    started: float = 0.0  # perf_counter at decoding, for the latency metric
+    request: Any = None  # the decoded request, for the per-topic metrics
 
 
 def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
@@ -201,7 +205,7 @@ class Connection:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
         ctx = RequestContext(header, self.state, self.endpoint, self.peer)
-        slot = _Slot()
+        slot = _Slot(started=time.perf_counter(), request=request)
         faults = self.server.faults
         if faults.active:
             rule = faults.match(api.key, header.client_id, request, self.state.now_ms(), self._topic_name)
@@ -281,10 +285,16 @@ class Connection:
         if response is CloseConnection:
             self._answer(slot, None, close=True)
             return
+        version = ctx.header.api_version
+        try:
+            self.server.metrics.observe(api.key, version, slot.request, response, time.perf_counter() - slot.started,
+                                        self._topic_name)
+        except Exception:  # a metric is never worth a request
+            log.exception("metrics of %s v%d", api.key.name, version)
+        slot.request = None
         if response is None:
             self._answer(slot, None)
             return
-        version = ctx.header.api_version
         try:
             body = api.encode_response(version, response)
         except Exception:
@@ -394,10 +404,16 @@ class Server:
         self.stopped = trio.Event()
         self._connections: set[Connection] = set()
         self.faults = FaultInjector()  # rules set by tests (BrokerThread, the admin endpoint)
+        self.metrics = Metrics()
         self.admin_address: tuple[str, int] | None = None
 
     def shutdown(self) -> None:
         self._shutdown.set()
+
+    def render_metrics(self) -> str:
+        """The Prometheus text of GET /metrics."""
+        assert self.state is not None
+        return self.metrics.render(self.state, self.connection_count)
 
     @property
     def connection_count(self) -> int:
@@ -418,7 +434,8 @@ class Server:
                     from broker.config import parse_host_port
 
                     host, port = parse_host_port(self.config.admin_listen, default_port=0)
-                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.state.now_ms)
+                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.state.now_ms,
+                                                             self.render_metrics)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
                     task_status.started(self)

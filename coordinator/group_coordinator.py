@@ -115,6 +115,7 @@ class GroupCoordinator:
         self.config = config
         self.store = store
         self.groups: dict[str, Group] = {}
+        self.rebalances = 0  # rebalances started, for metrics
         self.timers: KeyedTimers[tuple[str, ...]] = KeyedTimers()
         # Initial delayed join per group: (this delay, rebalance time remaining) — Kafka's InitialDelayedJoin.
         self._initial_join: dict[str, tuple[int, int]] = {}
@@ -319,6 +320,7 @@ class GroupCoordinator:
         self.timers.cancel((_SYNC, group.group_id))
         was_empty = group.is_in(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, now_ms)
+        self.rebalances += 1
         if was_empty:
             delay = self.config.initial_rebalance_delay_ms
             self._initial_join[group.group_id] = (delay, max(group.rebalance_timeout_ms - delay, 0))
