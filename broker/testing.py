@@ -109,6 +109,79 @@ class BrokerThread:
             raise RuntimeError("broker is not running")
         return trio.from_thread.run_sync(fn, self._server.state, *args, trio_token=self._token)
 
+    # -- introspection (broker/introspect.py) and waits --------------------------------------------------
+    def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+        """{topic: {"topic_id", "internal", "partitions": [{"partition", "log_start_offset", "log_end_offset",
+        "high_watermark", "last_stable_offset", "size_bytes"}]}}"""
+        from broker import introspect
+
+        return self.call(introspect.topics, include_internal)
+
+    def groups(self) -> dict[str, dict[str, Any]]:
+        """{group: {"state", "generation", "protocol", "leader", "members": [...], "offsets": {"topic-p": n},
+        "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance started."""
+        from broker import introspect
+
+        return self.call(introspect.groups)
+
+    def transactions(self) -> dict[str, dict[str, Any]]:
+        """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""
+        from broker import introspect
+
+        return self.call(introspect.transactions)
+
+    def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        from broker import introspect
+
+        return self.call(introspect.producers, topic, partition)
+
+    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> dict[str, Any]:
+        """Wait until the group is Stable (with `members` members, if given); returns its description."""
+        return self._wait(lambda: self._stable(group, members), timeout, f"group {group} stable")
+
+    def _stable(self, group: str, members: int | None) -> dict[str, Any] | None:
+        found = self.groups().get(group)
+        if found and found["state"] == "Stable" and (members is None or len(found["members"]) == members):
+            return found
+        return None
+
+    def wait_committed(self, group: str, topic: str, partition: int, offset: int, timeout: float = 30.0) -> int:
+        """Wait until the group has committed at least `offset` for the partition; returns the offset."""
+        key = f"{topic}-{partition}"
+
+        def committed() -> int | None:
+            value = self.groups().get(group, {}).get("offsets", {}).get(key)
+            return value if value is not None and value >= offset else None
+
+        return self._wait(committed, timeout, f"group {group} to commit {offset} on {key}")
+
+    @staticmethod
+    def _wait(check: Any, timeout: float, what: str) -> Any:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            result = check()
+            if result is not None:
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"waited {timeout} s for {what}")
+            time.sleep(0.02)
+
+    def reset(self) -> None:
+        """Drop every topic, group, transaction and fault rule: the broker restarts on an empty data dir
+        (same port, a fraction of a second), so a session-scoped broker serves independent tests.
+        Connected clients see a disconnection."""
+        import shutil
+
+        self.stop()
+        for entry in self.data_dir.iterdir():
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        self.start()
+
     # -- fault injection (broker/faults.py); each returns the rule's id ------------------------------------
     def inject(self, action: str, **rule: Any) -> int:
         """Add a fault rule: action is one of broker.faults.FaultAction's values; `rule` takes api, error,

@@ -4,13 +4,15 @@ ClassicGroup). Pure data and rules; the coordinator (coordinator/group_coordinat
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
+
+EVENTS_KEPT = 100  # per group, for the introspection timeline
 
 
 class GroupState(Enum):
@@ -131,6 +133,8 @@ class Group:
     # producer id -> offsets of its open transaction (TxnOffsetCommit), applied by its COMMIT marker
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
     subscribed_topics: frozenset[str] | None = None  # None: unknown (not a parsable consumer group)
+    # (time ms, what happened): state changes and why each rebalance started, the last EVENTS_KEPT of them
+    events: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=EVENTS_KEPT))
 
     # -- state machine -----------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:
@@ -139,6 +143,7 @@ class Group:
     def transition_to(self, target: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[target]:
             raise IllegalTransitionError(f"group {self.group_id}: {self.state.value} -> {target.value}")
+        self.events.append((now_ms, f"{self.state.value} -> {target.value}"))
         self.state = target
         self.state_timestamp_ms = now_ms
 

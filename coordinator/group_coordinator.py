@@ -258,13 +258,14 @@ class GroupCoordinator:
             group.new_member_added = True
         group.add(member, respond)
         self._schedule_heartbeat(group, member, now_ms, self.config.new_member_join_timeout_ms)
-        self._maybe_prepare_rebalance(group, now_ms)
+        self._maybe_prepare_rebalance(group, now_ms, f"member {member_id} (client {client_id}) joined")
 
     def _update_member_and_rebalance(self, group: Group, member: Member, protocols: list[tuple[str, bytes]],
                                      rebalance_timeout_ms: int, session_timeout_ms: int, respond: JoinCallback,
                                      now_ms: int) -> None:
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, respond)
-        self._maybe_prepare_rebalance(group, now_ms)
+        self._maybe_prepare_rebalance(group, now_ms, f"member {member.member_id} rejoined (metadata or "
+                                      "subscription may have changed)")
 
     def _update_static_member_and_rebalance(self, group: Group, old_member_id: str, new_member_id: str,
                                             group_instance_id: str, protocols: list[tuple[str, bytes]],
@@ -281,7 +282,8 @@ class GroupCoordinator:
         state = group.state
         if state == GroupState.STABLE:
             if group.protocol_name != group.select_protocol():
-                self._maybe_prepare_rebalance(group, now_ms)
+                self._maybe_prepare_rebalance(group, now_ms, f"static member {group_instance_id} restarted "
+                                              "with other protocols")
                 return
             error = self._store_group(group, {m.member_id: m.assignment for m in group.members.values()}, now_ms)
             if error != ErrorCode.NONE:
@@ -305,16 +307,20 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, member, now_ms)
         elif state == GroupState.COMPLETING_REBALANCE:
             # The leader may already be assigning with the old member id: rebalance again.
-            self._prepare_rebalance(group, now_ms)
+            self._prepare_rebalance(group, now_ms, f"static member {group_instance_id} restarted during "
+                                    "the assignment")
         else:  # PreparingRebalance: the join completes with the new id
             self._schedule_heartbeat(group, member, now_ms)
 
     # == rebalance ================================================================================
-    def _maybe_prepare_rebalance(self, group: Group, now_ms: int) -> None:
+    def _maybe_prepare_rebalance(self, group: Group, now_ms: int, reason: str) -> None:
         if group.can_rebalance:
-            self._prepare_rebalance(group, now_ms)
+            self._prepare_rebalance(group, now_ms, reason)
 
-    def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
+    def _prepare_rebalance(self, group: Group, now_ms: int, reason: str) -> None:
+        # Kafka's prepareRebalance logs a reason too; kept in the group's timeline for tests (introspection).
+        group.events.append((now_ms, f"rebalance: {reason}"))
+        log.info("group %s: preparing to rebalance: %s", group.group_id, reason)
         if group.is_in(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS, now_ms)
         self.timers.cancel((_SYNC, group.group_id))
@@ -398,7 +404,7 @@ class GroupCoordinator:
             for member_id in list(group.pending_sync_members):
                 log.info("group %s removes member %s, which did not send SyncGroup", group.group_id, member_id)
                 self._drop_member(group, group.get(member_id))
-            self._prepare_rebalance(group, now_ms)
+            self._prepare_rebalance(group, now_ms, "members did not send SyncGroup within the rebalance timeout")
 
     # == SyncGroup =================================================================================
     def sync_group(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
@@ -432,7 +438,7 @@ class GroupCoordinator:
                 error = self._store_group(group, assignment, now_ms)
                 if error != ErrorCode.NONE:
                     self._reset_and_propagate_assignment_error(group, error, now_ms)
-                    self._maybe_prepare_rebalance(group, now_ms)
+                    self._maybe_prepare_rebalance(group, now_ms, f"storing the assignment failed: {error.name}")
                 else:
                     for mid, data in assignment.items():
                         group.get(mid).assignment = data
@@ -511,7 +517,8 @@ class GroupCoordinator:
         member = group.get(member_id)
         if member.is_new or not (member.is_awaiting_join or member.is_awaiting_sync):
             log.info("group %s: member %s failed (session expired), removing it", group.group_id, member_id)
-            self._remove_member_and_update_group(group, member, now_ms)
+            self._remove_member_and_update_group(group, member, now_ms,
+                                                 f"member {member_id} failed: session timeout expired")
 
     # == LeaveGroup ===============================================================================
     def leave_group(self, *, group_id: str, members: list[tuple[str, str | None]],
@@ -532,7 +539,8 @@ class GroupCoordinator:
                 if current is None:
                     errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                     continue
-                self._remove_member_and_update_group(group, group.get(current), now_ms)
+                self._remove_member_and_update_group(group, group.get(current), now_ms,
+                                                     f"static member {group_instance_id} removed by LeaveGroup")
                 errors.append(ErrorCode.NONE)
             elif member_id in group.pending_members:
                 self._remove_pending_member_and_update_group(group, member_id, now_ms)
@@ -541,7 +549,8 @@ class GroupCoordinator:
                 errors.append(ErrorCode.FENCED_INSTANCE_ID)
             elif group.has(member_id):
                 log.info("group %s: member %s leaves", group_id, member_id)
-                self._remove_member_and_update_group(group, group.get(member_id), now_ms)
+                self._remove_member_and_update_group(group, group.get(member_id), now_ms,
+                                                     f"member {member_id} left (LeaveGroup)")
                 errors.append(ErrorCode.NONE)
             else:
                 errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -555,10 +564,10 @@ class GroupCoordinator:
         group.remove(member.member_id)
         self.timers.cancel((_HEARTBEAT, group.group_id, member.member_id))
 
-    def _remove_member_and_update_group(self, group: Group, member: Member, now_ms: int) -> None:
+    def _remove_member_and_update_group(self, group: Group, member: Member, now_ms: int, reason: str) -> None:
         self._drop_member(group, member)
         if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group, now_ms)
+            self._maybe_prepare_rebalance(group, now_ms, reason)
         elif group.is_in(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group, now_ms)
 
