@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a Kafka-named option, e.g. -o log.retention.ms=60000 (repeatable)")
     p.add_argument("--admin-listen", metavar="HOST:PORT",
                    help="serve the admin HTTP endpoint (fault injection rules for tests) here; off by default")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write a decoded protocol trace (one JSON line per request and response) to FILE")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return p
 
@@ -80,6 +82,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         config.num_partitions = args.num_partitions
     if args.no_auto_create_topics:
         config.auto_create_topics = False
+    if args.trace is not None:
+        config.trace_file = args.trace
     if args.admin_listen is not None:
         parse_host_port(args.admin_listen, default_port=0)  # refuse a malformed address now
         config.admin_listen = args.admin_listen

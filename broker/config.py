@@ -155,6 +155,7 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 @dataclass(slots=True)
 class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
+    trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
     broker_id: int = 0

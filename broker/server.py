@@ -25,6 +25,7 @@ from broker.dispatch import Api, RequestContext, load_handlers, lookup
 from broker.faults import FaultAction, FaultInjector, error_response
 from broker.metrics import Metrics
 from broker.state import BrokerState, Endpoint
+from broker.trace import Tracer
 from protocol.errors import DecodeError
 from protocol.header import (
     ApiKey,
@@ -96,6 +97,7 @@ class Connection:
         self._unstarted = 0  # handler tasks started that have not run yet
         self._long_polls: set[trio.CancelScope] = set()
         self._reads_done = False
+        self._software: str | None = None  # "name/version" from the client's ApiVersions v3+, for the trace
 
     async def run(self) -> None:
         try:
@@ -206,6 +208,12 @@ class Connection:
             return False
         ctx = RequestContext(header, self.state, self.endpoint, self.peer)
         slot = _Slot(started=time.perf_counter(), request=request)
+        tracer = self.server.tracer
+        if tracer is not None:
+            if api.key == ApiKey.API_VERSIONS and version >= 3:
+                self._software = f"{request.client_software_name}/{request.client_software_version}"
+            tracer.request(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
+                           request)
         faults = self.server.faults
         if faults.active:
             rule = faults.match(api.key, header.client_id, request, self.state.now_ms(), self._topic_name)
@@ -275,6 +283,9 @@ class Connection:
             return
         self._finish(slot, api, ctx, response)
 
+    def _trace_client(self, header: Any) -> dict[str, Any]:
+        return {"client_id": header.client_id, "software": self._software}
+
     def _topic_name(self, topic_id: Any) -> str | None:
         topic = self.state.topics.get_by_id(topic_id)
         return None if topic is None else topic.name
@@ -282,10 +293,17 @@ class Connection:
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
         if api.key == ApiKey.METADATA and self.server.faults.active and isinstance(response, dict):
             _hide_leaders(response, self.server.faults.unavailable_leaders(self.state.now_ms()))
+        version = ctx.header.api_version
+        tracer = self.server.tracer
+        if tracer is not None:
+            note = "connection closed (request failed)" if response is CloseConnection else \
+                "not sent: connection dropped (fault rule)" if slot.drop else None
+            tracer.response(self.peer, self._trace_client(ctx.header), api.key.name, version,
+                            ctx.header.correlation_id, None if response is CloseConnection else response,
+                            time.perf_counter() - slot.started, note)
         if response is CloseConnection:
             self._answer(slot, None, close=True)
             return
-        version = ctx.header.api_version
         try:
             self.server.metrics.observe(api.key, version, slot.request, response, time.perf_counter() - slot.started,
                                         self._topic_name)
@@ -405,6 +423,7 @@ class Server:
         self._connections: set[Connection] = set()
         self.faults = FaultInjector()  # rules set by tests (BrokerThread, the admin endpoint)
         self.metrics = Metrics()
+        self.tracer: Tracer | None = None  # --trace FILE
         self.admin_address: tuple[str, int] | None = None
 
     def shutdown(self) -> None:
@@ -429,6 +448,9 @@ class Server:
                 if self.config.log_cleaner_enable:
                     nursery.start_soon(self.state.log_cleaner.run)
                 self.state.services = nursery
+                if self.config.trace_file:
+                    self.tracer = Tracer(str(self.config.trace_file))
+                    nursery.start_soon(self._flush_trace)
                 if self.config.admin_listen:
                     from broker.admin_http import serve
                     from broker.config import parse_host_port
@@ -450,10 +472,18 @@ class Server:
                         self.config.shutdown_timeout_ms / 1000
                 nursery.cancel_scope.cancel()
         finally:
+            if self.tracer is not None:
+                self.tracer.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self.state.close)
             self.stopped.set()
             log.info("broker stopped")
+
+    async def _flush_trace(self) -> None:
+        assert self.tracer is not None
+        while True:
+            await trio.sleep(0.5)
+            self.tracer.flush()
 
     async def _start_coordinators(self) -> None:
         """The group and transaction coordinators start with the first request that needs them, or here,

@@ -240,6 +240,18 @@ class BrokerThread:
         trio.from_thread.run_sync(server.faults.clear, trio_token=self._token)
 
     @property
+    def trace_file(self) -> str | None:
+        return self._config_changes.get("trace_file")
+
+    def flush_trace(self) -> None:
+        """Write out the buffered trace lines (they are flushed every half second anyway)."""
+        import trio
+
+        server = self._server
+        if server is not None and server.tracer is not None:
+            trio.from_thread.run_sync(server.tracer.flush, trio_token=self._token)
+
+    @property
     def admin_url(self) -> str:
         """http://HOST:PORT of the admin endpoint (start the broker with admin_listen="127.0.0.1:0")."""
         server = self._require_server()
@@ -319,11 +331,42 @@ class BrokerProcess:
         return self.proc.wait(timeout)
 
 
+TRACE_LINES_IN_REPORT = 200
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("minibroker")
+    group.addoption("--minibroker-trace", choices=("on-failure", "off"), default="on-failure",
+                    help="trace the fixture broker's protocol and attach it to the report of a failing test "
+                         "(default), or not")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    broker = getattr(item, "_minibroker_server", None)
+    if report.when != "call" or not report.failed or broker is None or broker.trace_file is None:
+        return
+    broker.flush_trace()
+    path = Path(broker.trace_file)
+    lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+    shown = lines[-TRACE_LINES_IN_REPORT:]
+    report.sections.append((f"minibroker protocol trace (last {len(shown)} of {len(lines)} lines, {path})",
+                            "\n".join(shown)))
+
+
 @pytest.fixture
-def minibroker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
-    """A running broker (thread handle) with its own temporary data dir."""
-    broker = BrokerThread(tmp_path_factory.mktemp("minibroker"))
+def minibroker_server(request: pytest.FixtureRequest,
+                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
+    """A running broker (thread handle) with its own temporary data dir; its protocol trace is attached
+    to the report of a failing test (--minibroker-trace=off to skip tracing)."""
+    data_dir = tmp_path_factory.mktemp("minibroker")
+    trace = request.config.getoption("--minibroker-trace", default="off") != "off"
+    broker = BrokerThread(data_dir, **({"trace_file": str(data_dir.parent / (data_dir.name + "-trace.jsonl"))}
+                                      if trace else {}))
     broker.start()
+    request.node._minibroker_server = broker
     try:
         yield broker
     finally:
