@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE",
                    help="write a decoded protocol trace (one JSON line per request and response) to FILE")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument("--log-format", default="text", choices=("text", "json"),
+                   help="json: one JSON object per line (ts, level, logger, message, extra fields)")
     return p
 
 
@@ -117,7 +119,9 @@ async def _serve(config: BrokerConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from broker.log_format import configure
+
+    configure(args.log_level, args.log_format)
     try:
         config = config_from_args(args)
     except ValueError as exc:
