@@ -156,6 +156,7 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
+    virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
     broker_id: int = 0

@@ -135,13 +135,12 @@ class GroupService:
                 self.coordinator.tick(now)
                 continue
             self._wake = trio.Event()
-            with trio.move_on_after(math.inf if deadline is None else (deadline - now) / 1000):
-                await self._wake.wait()
+            await self.state.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
 
     async def _run_expiry(self) -> None:
         interval = self.state.config.offsets_retention_check_interval_ms / 1000
         while True:
-            await trio.sleep(interval)
+            await self.state.clock.sleep(interval)
             removed = self.coordinator.expire_offsets(self.state.now_ms())
             if removed:
                 log.info("removed %d expired offset(s)", removed)

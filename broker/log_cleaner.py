@@ -37,7 +37,7 @@ class LogCleaner:
     async def run(self) -> None:
         while True:
             if not await self.clean_round():
-                await trio.sleep(self.state.config.log_cleaner_backoff_ms / 1000)  # dynamic: read each time
+                await self.state.clock.sleep(self.state.config.log_cleaner_backoff_ms / 1000)  # dynamic: read each time
 
     async def clean_round(self) -> int:
         """One look at every compacted partition; returns the number of partitions cleaned."""

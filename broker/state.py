@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import functools
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import trio
 
 from broker.acl_store import AclStore
 from broker.acls import Authorizer, parse_super_users
+from broker.clock import Clock, VirtualClock, WallClock
 from broker.config import BrokerConfig
 from broker.durable_file import write_atomically
 from broker.dynamic_config import DynamicConfigs
@@ -47,10 +47,6 @@ class Endpoint:
     bound_port: int = 0
 
 
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class BrokerState:
     def __init__(self, config: BrokerConfig) -> None:
         config.validate()
@@ -58,6 +54,7 @@ class BrokerState:
         self.node_id = config.broker_id
         data_dir = Path(config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.clock: Clock = VirtualClock() if config.virtual_time else WallClock()
         self.cluster_id = _load_cluster_id(data_dir, config)
         # Before the topics: their logs take the broker defaults, dynamic ones included.
         self.dynamic = DynamicConfigs(config, data_dir / "meta" / "dynamic-broker-configs.json")
@@ -124,9 +121,8 @@ class BrokerState:
             endpoint.host = listener.advertised_host or endpoint.bound_host
             endpoint.port = listener.advertised_port or endpoint.bound_port
 
-    @staticmethod
-    def now_ms() -> int:
-        return wall_clock_ms()
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
 
     # Fetch long polls sleep on this; every append wakes them to re-check their partitions.
     def notify_append(self) -> None:
@@ -141,7 +137,7 @@ class BrokerState:
         """Background task: delete old segments per topic retention settings."""
         interval = self.config.log_retention_check_interval_ms / 1000
         while True:
-            await trio.sleep(interval)
+            await self.clock.sleep(interval)
             now = self.now_ms()
             for topic in self.topics:
                 for partition in topic.partitions:
@@ -158,7 +154,7 @@ class BrokerState:
         after a crash)."""
         interval = self.config.producer_id_expiration_check_interval_ms / 1000
         while True:
-            await trio.sleep(interval)
+            await self.clock.sleep(interval)
             now = self.now_ms()
             for topic in self.topics:
                 for partition in topic.partitions:

@@ -109,6 +109,26 @@ class BrokerThread:
             raise RuntimeError("broker is not running")
         return trio.from_thread.run_sync(fn, self._server.state, *args, trio_token=self._token)
 
+    # -- virtual time (broker/clock.py) ---------------------------------------------------------------
+    def advance(self, seconds: float) -> int:
+        """Move the broker's virtual clock (start it with virtual_time=True) forward; the coordinators'
+        timeouts, expiries and retention that fall due run at once. Returns the new time in ms."""
+        import trio
+
+        server = self._require_server()
+        clock = server.state.clock
+        if not clock.virtual:
+            raise RuntimeError("the broker runs on the wall clock: start it with virtual_time=True")
+
+        def step() -> int:
+            clock.advance(int(seconds * 1000))
+            return clock.now_ms()
+
+        now = trio.from_thread.run_sync(step, trio_token=self._token)
+        # Let the woken timers run before the test looks: a round trip through the broker's loop.
+        trio.from_thread.run(trio.sleep, 0, trio_token=self._token)
+        return now
+
     # -- introspection (broker/introspect.py) and waits --------------------------------------------------
     def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
         """{topic: {"topic_id", "internal", "partitions": [{"partition", "log_start_offset", "log_end_offset",
@@ -137,7 +157,7 @@ class BrokerThread:
 
     def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> dict[str, Any]:
         """Wait until the group is Stable (with `members` members, if given); returns its description."""
-        return self._wait(lambda: self._stable(group, members), timeout, f"group {group} stable")
+        return self.wait_until(lambda: self._stable(group, members), timeout, f"group {group} stable")
 
     def _stable(self, group: str, members: int | None) -> dict[str, Any] | None:
         found = self.groups().get(group)
@@ -153,10 +173,11 @@ class BrokerThread:
             value = self.groups().get(group, {}).get("offsets", {}).get(key)
             return value if value is not None and value >= offset else None
 
-        return self._wait(committed, timeout, f"group {group} to commit {offset} on {key}")
+        return self.wait_until(committed, timeout, f"group {group} to commit {offset} on {key}")
 
     @staticmethod
-    def _wait(check: Any, timeout: float, what: str) -> Any:
+    def wait_until(check: Any, timeout: float = 30.0, what: str = "a condition") -> Any:
+        """Call `check` until it returns something other than None (returned), for up to `timeout` s."""
         import time
 
         deadline = time.monotonic() + timeout

@@ -244,13 +244,13 @@ class TxnService:
                 continue
             self._wake = trio.Event()
             wait = math.inf if deadline is None else (deadline - now) / 1000
-            with trio.move_on_after(min(wait, self.state.config.transaction_abort_timed_out_interval_ms / 1000)):
-                await self._wake.wait()
+            await self.state.clock.wait(self._wake,
+                                        min(wait, self.state.config.transaction_abort_timed_out_interval_ms / 1000))
 
     async def _run_expiry(self) -> None:
         interval = min(3_600_000, self.state.config.transactional_id_expiration_ms) / 1000
         while True:
-            await trio.sleep(interval)
+            await self.state.clock.sleep(interval)
             for transit in self.coordinator.expire_ids(self.state.now_ms()):
                 try:
                     await self.write(transit)
