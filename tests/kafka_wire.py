@@ -83,6 +83,28 @@ class WireClient:
         return resp.topics[0].partitions[0].offset
 
 
+_API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, -1)
+
+
+def api_versions_round_trip(sock: socket.socket) -> float:
+    """One ApiVersions v0 request and its answer on a raw socket; returns the seconds it took."""
+    started = time.perf_counter()
+    sock.sendall(struct.pack(">i", len(_API_VERSIONS_V0)) + _API_VERSIONS_V0)
+    head = _recv_exactly(sock, 4)
+    _recv_exactly(sock, struct.unpack(">i", head)[0])
+    return time.perf_counter() - started
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        out += chunk
+    return bytes(out)
+
+
 def idempotent_batch(producer_id: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
     now = int(time.time() * 1000)
     return build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_timestamp=now,

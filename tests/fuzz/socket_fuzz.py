@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import random
 import socket
-import struct
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -15,11 +14,11 @@ from dataclasses import dataclass, field
 from broker.testing import BrokerThread
 from protocol.header import ApiKey
 from tests.fuzz import corpus
+from tests.kafka_wire import api_versions_round_trip
 
 # Creating topics or partitions from random counts (up to 2^31-1 partitions) is a resource exhaustion
 # Kafka does not guard against either; those two APIs are fuzzed in-process only.
 EXCLUDED = {int(ApiKey.CREATE_TOPICS), int(ApiKey.CREATE_PARTITIONS)}
-API_VERSIONS_V3 = 18
 
 
 @dataclass
@@ -44,23 +43,6 @@ class _ErrorLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(f"{record.name}: {record.getMessage()}" +
                           (f" ({record.exc_info[1]!r})" if record.exc_info else ""))
-
-
-def _api_versions(sock: socket.socket, correlation: int) -> None:
-    body = struct.pack(">hhih", API_VERSIONS_V3, 0, correlation, -1)
-    sock.sendall(struct.pack(">i", len(body)) + body)
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            raise ConnectionError("witness connection closed by the broker")
-        head += chunk
-    (size,) = struct.unpack(">i", head)
-    while size:
-        chunk = sock.recv(min(size, 65536))
-        if not chunk:
-            raise ConnectionError("witness connection closed mid-answer")
-        size -= len(chunk)
 
 
 def _drain(sock: socket.socket, seconds: float) -> int:
@@ -106,9 +88,9 @@ def fuzz_broker(inputs: int, seed: int, per_connection: int = 4) -> SocketReport
                     report.answered_bytes += _drain(sock, 2.0)
                     report.sent += len(batch)
                 if report.connections % 50 == 0:
-                    _api_versions(witness, report.connections)
+                    api_versions_round_trip(witness)
                     report.witness_answers += 1
-            _api_versions(witness, 0)
+            api_versions_round_trip(witness)
             report.witness_answers += 1
             # Every fuzzed connection closed on our side: the broker must let go of them all.
             deadline = time.monotonic() + 30

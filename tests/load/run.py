@@ -27,9 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.testing import BrokerProcess
-from tests.kafka_wire import WireClient
-
-API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, -1)
+from tests.kafka_wire import WireClient, api_versions_round_trip
 
 
 def rss_kib(pid: int) -> int:
@@ -44,24 +42,6 @@ def raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def _round_trip(sock: socket.socket) -> float:
-    started = time.perf_counter()
-    sock.sendall(struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0)
-    head = _recv_exactly(sock, 4)
-    _recv_exactly(sock, struct.unpack(">i", head)[0])
-    return time.perf_counter() - started
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        out += chunk
-    return bytes(out)
 
 
 @dataclass
@@ -105,7 +85,7 @@ def connections_and_clients(broker: BrokerProcess, connections: int, producers: 
     socks = []
     for _ in range(connections):
         sock = socket.create_connection((host, int(port)), timeout=60)
-        _round_trip(sock)  # each connection is served once: really open, not just queued in the backlog
+        api_versions_round_trip(sock)  # each connection is served once: really open, not just queued in the backlog
         socks.append(sock)
     figures.rss_connected_kib = rss_kib(pid)
     stop = threading.Event()
@@ -115,7 +95,7 @@ def connections_and_clients(broker: BrokerProcess, connections: int, producers: 
     def busy_loop(sock: socket.socket) -> None:
         while not stop.is_set():
             try:
-                _round_trip(sock)
+                api_versions_round_trip(sock)
             except OSError as exc:
                 with lock:
                     figures.errors.append(f"busy connection: {exc}")
@@ -162,7 +142,7 @@ def connections_and_clients(broker: BrokerProcess, connections: int, producers: 
     deadline = time.monotonic() + seconds
     peak = 0
     while time.monotonic() < deadline:
-        figures.witness_ms.append(_round_trip(witness) * 1000)
+        figures.witness_ms.append(api_versions_round_trip(witness) * 1000)
         peak = max(peak, rss_kib(pid))
         time.sleep(0.1)
     stop.set()
@@ -184,7 +164,7 @@ def idle_connections_closed(broker: BrokerProcess, idle: int, busy: int, idle_ms
     deadline = time.monotonic() + 3 * idle_ms / 1000
     while time.monotonic() < deadline:
         for sock in busy_socks:
-            _round_trip(sock)
+            api_versions_round_trip(sock)
         time.sleep(idle_ms / 5000)
     closed = 0
     for sock in idle_socks:
@@ -197,7 +177,7 @@ def idle_connections_closed(broker: BrokerProcess, idle: int, busy: int, idle_ms
     still_open = 0
     for sock in busy_socks:
         try:
-            _round_trip(sock)
+            api_versions_round_trip(sock)
             still_open += 1
         except OSError:
             pass
