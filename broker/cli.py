@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve the admin HTTP endpoint (fault injection rules for tests) here; off by default")
     p.add_argument("--trace", metavar="FILE",
                    help="write a decoded protocol trace (one JSON line per request and response) to FILE")
+    p.add_argument("--kafka-version", metavar="RELEASE",
+                   help="advertise this Kafka release's API versions (3.7 .. 4.1; default: all served)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--log-format", default="text", choices=("text", "json"),
                    help="json: one JSON object per line (ts, level, logger, message, extra fields)")
@@ -86,6 +88,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         config.auto_create_topics = False
     if args.trace is not None:
         config.trace_file = args.trace
+    if args.kafka_version is not None:
+        config.kafka_version = args.kafka_version
     if args.admin_listen is not None:
         parse_host_port(args.admin_listen, default_port=0)  # refuse a malformed address now
         config.admin_listen = args.admin_listen

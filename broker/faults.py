@@ -68,7 +68,8 @@ def request_partitions(api: ApiKey, request: Any, topic_name_of: Any) -> list[tu
     out: list[tuple[str, int | None]] = []
     if api == ApiKey.PRODUCE:
         for t in request.topic_data:
-            out += [(t.name, p.index) for p in t.partition_data]
+            name = t.name or topic_name_of(t.topic_id) or ""  # v13 names topics by id
+            out += [(name, p.index) for p in t.partition_data]
     elif api == ApiKey.FETCH:
         for t in request.topics:
             name = t.topic or topic_name_of(t.topic_id)
@@ -188,7 +189,7 @@ def error_response(api: ApiKey, request: Any, error: ErrorCode, topic_name_of: A
     whose responses list partitions, else in the top-level error code. Fields not given take their
     defaults when encoded."""
     if api == ApiKey.PRODUCE:
-        return {"responses": [{"name": t.name, "partition_responses": [
+        return {"responses": [{"name": t.name, "topic_id": t.topic_id, "partition_responses": [
             {"index": p.index, "error_code": error, "base_offset": -1, "log_append_time_ms": -1,
              "log_start_offset": -1, "record_errors": [], "error_message": None} for p in t.partition_data]}
             for t in request.topic_data], "throttle_time_ms": 0, "node_endpoints": []}

@@ -186,11 +186,12 @@ class Connection:
             log.warning("closing %s: malformed request header: %s", self.peer, exc)
             return False
         api = lookup(header.api_key)
-        if api is None:
+        versions = self.state.versions
+        if api is None or header.api_key not in versions.accepted:
             log.warning("closing %s: unknown api key %d", self.peer, header.api_key)
             return False
         version = header.api_version
-        if not api.min_version <= version <= api.max_version:
+        if not versions.accepts(header.api_key, version):
             body = self._unsupported_version(api, version, frame, offset)
             if body is None:
                 log.warning("closing %s: unsupported version %d of %s", self.peer, version, api.key.name)
@@ -247,8 +248,8 @@ class Connection:
     def _unsupported_version(self, api: Api, version: int, frame: bytes, offset: int) -> bytes | None:
         if api.key == ApiKey.API_VERSIONS:
             from broker.handlers.api_versions import unsupported_version_body
-            return api.response.encode(0, unsupported_version_body())
-        if api.reject_old is not None and 0 <= version < api.min_version:
+            return api.response.encode(0, unsupported_version_body(self.state.versions))
+        if api.reject_old is not None and self.state.versions.advertised[api.key][0] <= version < api.min_version:
             try:
                 return api.reject_old(version, frame, offset)
             except DecodeError:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker import kafka_versions
 from broker.acl_store import AclStore
 from broker.acls import Authorizer, parse_super_users
 from broker.clock import Clock, VirtualClock, WallClock
@@ -56,6 +57,7 @@ class BrokerState:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.clock: Clock = VirtualClock() if config.virtual_time else WallClock()
         self.cluster_id = _load_cluster_id(data_dir, config)
+        self.versions = kafka_versions.resolve(config.kafka_version)  # what ApiVersions advertises
         # Before the topics: their logs take the broker defaults, dynamic ones included.
         self.dynamic = DynamicConfigs(config, data_dir / "meta" / "dynamic-broker-configs.json")
         self.topics = TopicManager(config, self.now_ms())

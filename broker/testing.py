@@ -360,6 +360,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--minibroker-trace", choices=("on-failure", "off"), default="on-failure",
                     help="trace the fixture broker's protocol and attach it to the report of a failing test "
                          "(default), or not")
+    group.addoption("--minibroker-kafka-version", metavar="RELEASE", default=None,
+                    help="the fixture broker advertises this Kafka release's API versions (e.g. 3.9, 4.0)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "minibroker(**config): BrokerConfig settings for the minibroker fixture "
+                                       "broker of this test, e.g. minibroker(kafka_version='3.9')")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -381,11 +388,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def minibroker_server(request: pytest.FixtureRequest,
                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
     """A running broker (thread handle) with its own temporary data dir; its protocol trace is attached
-    to the report of a failing test (--minibroker-trace=off to skip tracing)."""
+    to the report of a failing test (--minibroker-trace=off to skip tracing). A test's
+    `@pytest.mark.minibroker(...)` settings (BrokerConfig fields) apply to its broker, and
+    --minibroker-kafka-version to every fixture broker of the run."""
     data_dir = tmp_path_factory.mktemp("minibroker")
-    trace = request.config.getoption("--minibroker-trace", default="off") != "off"
-    broker = BrokerThread(data_dir, **({"trace_file": str(data_dir.parent / (data_dir.name + "-trace.jsonl"))}
-                                      if trace else {}))
+    changes: dict[str, Any] = {}
+    if request.config.getoption("--minibroker-trace", default="off") != "off":
+        changes["trace_file"] = str(data_dir.parent / (data_dir.name + "-trace.jsonl"))
+    kafka_version = request.config.getoption("--minibroker-kafka-version", default=None)
+    if kafka_version:
+        changes["kafka_version"] = kafka_version
+    marker = request.node.get_closest_marker("minibroker")
+    if marker is not None:
+        changes.update(marker.kwargs)
+    broker = BrokerThread(data_dir, **changes)
     broker.start()
     request.node._minibroker_server = broker
     try:

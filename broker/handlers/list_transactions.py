@@ -1,7 +1,9 @@
-"""ListTransactions (KIP-664): transactional ids, filtered by state, producer id and (v1) running time."""
+"""ListTransactions (KIP-664): transactional ids, filtered by state, producer id, (v1) running time and
+(v2, KIP-1152) a regular expression the whole transactional id matches."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from broker.access import AclOperation, ResourceType, authorized
@@ -15,6 +17,13 @@ _STATE_NAMES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     txns = ctx.state.txns
+    pattern = None
+    if ctx.header.api_version >= 2 and req.transactional_id_pattern:
+        try:
+            pattern = re.compile(req.transactional_id_pattern)
+        except re.error:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    "unknown_state_filters": [], "transaction_states": []}
     await txns.loaded.wait()
     states = list(req.state_filters or [])
     unknown = [s for s in states if s not in _STATE_NAMES]
@@ -28,6 +37,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         # KIP-994: transactions running for longer than the filter (only open ones have a start time).
         now = ctx.state.now_ms()
         listed = [t for t in listed if t.state.value == "Ongoing" and now - t.start_ms > duration]
+    if pattern is not None:
+        listed = [t for t in listed if pattern.fullmatch(t.transactional_id)]  # Java's Matcher.matches()
     listed = [t for t in listed if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                               t.transactional_id)]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": unknown,

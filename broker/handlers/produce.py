@@ -18,6 +18,7 @@ from broker.log.partition_log import RecordBatchTooLargeError
 from broker.topics import Partition, TopicError
 from coordinator.producer_state import Verdict
 from protocol.header import ErrorCode
+from protocol.messages.produce import TOPIC_IDS_FROM
 from protocol.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
@@ -153,18 +154,27 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     responses = []
     now = state.now_ms()
     appended = False
+    by_id = version >= TOPIC_IDS_FROM
+    if by_id:
+        for topic_data in req.topic_data:
+            topic = state.topics.get_by_id(topic_data.topic_id)
+            if topic is not None:
+                topic_data.name = topic.name
     if has_transactional_records(req) and (req.transactional_id is None or not authorized(
             ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id, with WRITE on it.
         if acks == 0:
             return None
-        return {"responses": [{"name": t.name, "partition_responses": [
+        return {"responses": [{"name": t.name, "topic_id": t.topic_id, "partition_responses": [
                     _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
                 for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
     for topic_data in req.topic_data:
         partitions = []
         for pdata in topic_data.partition_data:
+            if by_id and not topic_data.name:  # no topic has this id
+                partitions.append(_response(pdata.index, ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
             if acks not in (0, 1, -1):
                 partitions.append(_response(pdata.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
@@ -238,7 +248,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             if acks == -1:
                 waits.append((log, result.last_offset, response))
             partitions.append(response)
-        responses.append({"name": topic_data.name, "partition_responses": partitions})
+        responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
+                          "partition_responses": partitions})
     if appended:
         state.notify_append()
     if waits:

@@ -1,8 +1,12 @@
-"""Produce v3-11: hand-written request decoder and response encoder (the hottest path), plus the
-UNSUPPORTED_VERSION answer to v0-2, which Kafka 4 advertises but rejects (KAFKA-18659)."""
+"""Produce v3-13: hand-written request decoder and response encoder (the hottest path), plus the
+UNSUPPORTED_VERSION answer to v0-2, which Kafka 4 advertises but rejects (KAFKA-18659).
+
+v12 is v11 (KIP-890: it only tells the broker the client may rely on transaction version 2); v13 names
+topics by id instead of by name (KIP-516)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +14,8 @@ from typing import Any
 from protocol.messages.wire import I16, I32, I64, Reader, bytes_, count, string
 
 FLEXIBLE_FROM = 9
+TOPIC_IDS_FROM = 13
+ZERO_UUID = uuid.UUID(int=0)
 UNSUPPORTED_VERSION = 35
 
 
@@ -21,8 +27,9 @@ class PartitionProduceData:
 
 @dataclass(slots=True)
 class TopicProduceData:
-    name: str
+    name: str  # "" from v13 until the handler resolves topic_id
     partition_data: list[PartitionProduceData]
+    topic_id: uuid.UUID = ZERO_UUID
 
 
 @dataclass(slots=True)
@@ -37,12 +44,16 @@ def decode_request(version: int, data: bytes, offset: int = 0) -> ProduceRequest
     """Produce v3+ request body at `offset`; raises DecodeError."""
     r = Reader(data, offset)
     flex = version >= FLEXIBLE_FROM
+    by_id = version >= TOPIC_IDS_FROM
     transactional_id = r.string(flex, True)
     acks = r.i16()
     timeout_ms = r.i32()
     topics = []
     for _ in range(r.count(flex)):
-        name = r.string(flex, False)
+        if by_id:
+            name, topic_id = "", r.uuid()
+        else:
+            name, topic_id = r.string(flex, False), ZERO_UUID
         partitions = []
         for _ in range(r.count(flex)):
             index = r.i32()
@@ -52,7 +63,7 @@ def decode_request(version: int, data: bytes, offset: int = 0) -> ProduceRequest
             partitions.append(PartitionProduceData(index, records))
         if flex:
             r.skip_tags()
-        topics.append(TopicProduceData(name, partitions))
+        topics.append(TopicProduceData(name, partitions, topic_id))
     if flex:
         r.skip_tags()
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
@@ -70,9 +81,10 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
 
         return message("ProduceResponse").encode(version, body)
     flex = version >= FLEXIBLE_FROM
+    by_id = version >= TOPIC_IDS_FROM
     out = [count(len(body["responses"]), flex)]
     for topic in body["responses"]:
-        out.append(string(topic["name"], flex))
+        out.append(topic["topic_id"].bytes if by_id else string(topic["name"], flex))
         out.append(count(len(topic["partition_responses"]), flex))
         for p in topic["partition_responses"]:
             out.append(I32.pack(p["index"]) + I16.pack(p["error_code"]) + I64.pack(p["base_offset"]) +

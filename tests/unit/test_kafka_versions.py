@@ -1,0 +1,87 @@
+"""Version profiles: each release's table, what a profile advertises and accepts, and what a client
+concludes from it (kafka-python infers the broker's release from the ranges)."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.broker_version_data import BROKER_API_VERSIONS, infer_broker_version_from_api_versions
+
+from broker.config import BrokerConfig
+from broker.dispatch import table
+from broker.kafka_versions import METADATA_VERSION, RELEASE_API_VERSIONS, check_release, releases, resolve
+
+RELEASES = releases()
+
+
+def _as_tuple(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_release_table_is_what_that_release_answers(release: str) -> None:
+    # kafka-python records each release's ApiVersions answer from a real broker.
+    assert RELEASE_API_VERSIONS[release] == BROKER_API_VERSIONS[_as_tuple(release)]
+    assert release in METADATA_VERSION
+
+
+def test_default_advertises_everything_served() -> None:
+    profile = resolve(None)
+    assert profile.release is None
+    assert profile.advertised == {key: api.advertised_range for key, api in table().items()}
+    assert profile.accepted == {key: (api.min_version, api.max_version) for key, api in table().items()}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_profile_is_the_release_cut_to_what_is_served(release: str) -> None:
+    profile = resolve(release)
+    served = table()
+    for key, (lo, hi) in profile.advertised.items():
+        release_lo, release_hi = RELEASE_API_VERSIONS[release][key]
+        api = served[key]
+        assert hi == min(release_hi, api.max_version)
+        assert lo == max(release_lo, api.advertised_range[0])
+        assert profile.accepted[key] == (max(release_lo, api.min_version), hi)
+    # Left out only what is not served at all.
+    left_out = set(RELEASE_API_VERSIONS[release]) - set(profile.advertised)
+    assert not left_out & set(served)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_kafka_python_takes_the_profile_for_that_release(release: str) -> None:
+    assert infer_broker_version_from_api_versions(resolve(release).advertised) == _as_tuple(release)
+
+
+def test_default_looks_like_the_latest_release() -> None:
+    assert infer_broker_version_from_api_versions(resolve(None).advertised) == _as_tuple(RELEASES[-1])
+
+
+def test_release_quirks() -> None:
+    # 4.0 dropped JoinGroup v0-1 (KIP-896); 4.1 brought them back.
+    assert resolve("4.0").accepted[11] == (2, 9)
+    assert not resolve("4.0").accepts(11, 1)
+    assert resolve("4.1").accepts(11, 0)
+    # Produce v0-2 stay advertised (KAFKA-18659) and are answered with UNSUPPORTED_VERSION.
+    assert resolve("4.0").advertised[0] == (0, 12)
+    assert resolve("4.0").accepted[0] == (3, 12)
+    # 3.7's ApiVersions stops at v3: a v4 request gets the v0 UNSUPPORTED_VERSION answer.
+    assert not resolve("3.7").accepts(18, 4)
+
+
+def test_features_follow_the_release() -> None:
+    features = resolve("3.9").features
+    assert features["finalized_features"] == [
+        {"name": "metadata.version", "max_version_level": 21, "min_version_level": 21}]
+    assert {f["name"] for f in features["supported_features"]} == {"metadata.version", "kraft.version"}
+    assert {f["name"] for f in resolve("3.8").features["supported_features"]} == {"metadata.version"}
+    # Not offered: the protocols behind them are not implemented.
+    names = {f["name"] for f in resolve("4.1").features["supported_features"]}
+    assert not names & {"transaction.version", "group.version", "share.version"}
+
+
+def test_patch_level_and_unknown_releases() -> None:
+    assert check_release("4.0.1") == "4.0"
+    assert resolve("3.9.1").release == "3.9"
+    with pytest.raises(ValueError, match="no version profile"):
+        check_release("2.8")
+    with pytest.raises(ValueError, match="known: 3.7, 3.8, 3.9, 4.0, 4.1"):
+        BrokerConfig(kafka_version="9.9").validate()
