@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE",
                    help="write a decoded protocol trace (one JSON line per request and response) to FILE")
     p.add_argument("--kafka-version", metavar="RELEASE",
-                   help="advertise this Kafka release's API versions (3.7 .. 4.1; default: all served)")
+                   help="advertise this Kafka release's API versions (3.7 .. 4.1; default 3.9)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--log-format", default="text", choices=("text", "json"),
                    help="json: one JSON object per line (ts, level, logger, message, extra fields)")

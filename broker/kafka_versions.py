@@ -5,8 +5,8 @@ sides know, and for kafka-python even which Kafka release it talks to), so adver
 makes minibroker look like that release. Each range is cut to the versions minibroker serves:
 - the low ends start at Kafka 4's floors (KIP-896), because the pre-0.11 message formats are not spoken
   (Produce keeps advertising v0 and answers v0-2 with UNSUPPORTED_VERSION, as Kafka 4 does: KAFKA-18659);
-- APIs minibroker does not serve are left out (SASL, delegation tokens, quotas, KRaft and inter-broker
-  APIs, the KIP-848 consumer group and KIP-932 share group protocols);
+- APIs minibroker does not serve are left out (SASL, delegation tokens, client quotas, the controllers'
+  and replication APIs, the KIP-848 consumer group and KIP-932 share group protocols);
 - EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
   that feature is not offered either (as on a 4.x cluster that has not enabled it).
 Requests outside the profile's ranges are refused as the release would refuse them (the connection is
@@ -84,14 +84,16 @@ METADATA_VERSION: dict[str, tuple[int, int]] = {
 # kraft.version (KIP-853) exists from 3.9; a single-node cluster stays at 0.
 KRAFT_VERSION_SINCE = "3.9"
 
-LATEST = "4.1"
+# The default: the last release that runs with ZooKeeper, as minibroker does (Kafka 4 removed it), and
+# what the client suites assume unless told otherwise.
+DEFAULT = "3.9"
 
 
 @dataclass(frozen=True, slots=True)
 class VersionProfile:
     """What this broker advertises and accepts: {api_key: (min, max)} of each."""
 
-    release: str | None  # None: everything minibroker serves
+    release: str
     advertised: dict[int, tuple[int, int]]
     accepted: dict[int, tuple[int, int]]
     features: dict[str, Any]  # the ApiVersions v3+ feature fields
@@ -126,24 +128,18 @@ def check_release(kafka_version: str) -> str:
     return release
 
 
-def resolve(kafka_version: str | None) -> VersionProfile:
-    """The profile of `kafka_version` ("3.9", "4.0.1": the patch level does not change the ranges), or of
-    everything served when None. Raises ValueError for a release without a table."""
+def resolve(kafka_version: str = DEFAULT) -> VersionProfile:
+    """The profile of `kafka_version` ("3.9", "4.0.1": the patch level does not change the ranges).
+    Raises ValueError for a release without a table."""
     from broker.dispatch import table
 
-    apis = table()
-    served = {key: (api.min_version, api.max_version) for key, api in apis.items()}
-    advertised_min = {key: api.advertised_range[0] for key, api in apis.items()}
-    if kafka_version is None:
-        advertised = {key: (advertised_min[key], hi) for key, (_lo, hi) in served.items()}
-        return VersionProfile(None, advertised, served, _features(LATEST))
     release = check_release(kafka_version)
-    ranges = RELEASE_API_VERSIONS[release]
     advertised, accepted = {}, {}
-    for key, (lo, hi) in ranges.items():
-        if key not in served or hi < served[key][0]:
+    for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
+        api = table().get(key)
+        if api is None or hi < api.min_version:
             continue
-        hi = min(hi, served[key][1])
-        accepted[key] = (max(lo, served[key][0]), hi)
-        advertised[key] = (max(lo, advertised_min[key]), hi)
+        hi = min(hi, api.max_version)
+        accepted[key] = (max(lo, api.min_version), hi)
+        advertised[key] = (max(lo, api.advertised_range[0]), hi)
     return VersionProfile(release, advertised, accepted, _features(release))

@@ -1,5 +1,5 @@
-"""--kafka-version profiles with real clients, and the API versions the latest releases added (Produce v13
-by topic id, DescribeGroups v6, ListTransactions v2, AlterPartitionReassignments v1, DescribeCluster v2)."""
+"""--kafka-version profiles with real clients, and the API versions Kafka 4.x added (Produce v13 by topic id,
+Fetch 18, DescribeGroups v6, ListTransactions v2, AlterPartitionReassignments v1, DescribeCluster v2)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.kafka_wire import WireClient
 PRODUCE, FETCH, METADATA, API_VERSIONS, JOIN_GROUP = 0, 1, 3, 18, 11
 
 
-@pytest.fixture(params=["3.7", "3.9", "4.0"])
+@pytest.fixture(params=["3.7", "4.0", "4.1"])
 def versioned(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, BrokerThread]]:
     broker = BrokerThread(tmp_path, kafka_version=request.param)
     broker.start()
@@ -112,6 +112,7 @@ def _topic_id(wire: WireClient, topic: str) -> uuid.UUID:
     return meta.topics[0].topic_id
 
 
+@pytest.mark.minibroker(kafka_version="4.1")
 def test_produce_v13_names_topics_by_id(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         topic_id = _topic_id(wire, "by-id")
@@ -135,6 +136,7 @@ def test_produce_v13_names_topics_by_id(minibroker: str) -> None:
         assert b"by id" in bytes(partition.records)
 
 
+@pytest.mark.minibroker(kafka_version="4.1")
 def test_describe_groups_v6_reports_an_unknown_group(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         body = {"groups": ["nobody"], "include_authorized_operations": False}
@@ -148,6 +150,7 @@ def test_describe_groups_v6_reports_an_unknown_group(minibroker: str) -> None:
     assert new.error_message == "Group nobody not found."
 
 
+@pytest.mark.minibroker(kafka_version="4.1")
 def test_list_transactions_v2_filters_by_pattern(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         for txn_id in ("orders-1", "orders-2", "payments-1"):
@@ -164,6 +167,7 @@ def test_list_transactions_v2_filters_by_pattern(minibroker: str) -> None:
         assert bad.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
+@pytest.mark.minibroker(kafka_version="4.1")
 def test_alter_partition_reassignments_v1_can_forbid_a_replication_factor_change(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         wire.create_topic("rf")
@@ -175,6 +179,7 @@ def test_alter_partition_reassignments_v1_can_forbid_a_replication_factor_change
     assert allowed.responses[0].partitions[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
+@pytest.mark.minibroker(kafka_version="4.1")
 def test_describe_cluster_v2(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         resp = wire.request(60, 2, {"include_cluster_authorized_operations": False, "endpoint_type": 1,

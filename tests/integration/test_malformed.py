@@ -121,7 +121,7 @@ def test_api_versions_unknown_version_gets_v0_error(minibroker, witness):
     keys = {struct.unpack_from(">hhh", resp, 10 + 6 * i)[0]: struct.unpack_from(">hhh", resp, 10 + 6 * i)[1:]
             for i in range(count)}
     assert keys[API_VERSIONS] == (0, 4)
-    assert keys[PRODUCE] == (0, 13)
+    assert keys[PRODUCE] == (0, 11)
     _api_versions_ok(sock)  # the connection stays usable
 
 
