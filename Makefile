@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench fuzz soak load pipeline clean
+.PHONY: install system-deps run test lint bench fuzz soak load pipeline clean bytecode
 
 install: $(VENV)/.installed
 
@@ -21,7 +21,12 @@ $(VENV)/.installed: pyproject.toml
 system-deps:
 	@scripts/install-system-deps.sh
 
-run: install
+# The editable install writes no bytecode (nor does Python under PYTHONDONTWRITEBYTECODE), so every start
+# would compile the broker's sources again (about 60 ms of its startup); pip does this for a wheel install.
+bytecode: install
+	@$(PY) -m compileall -q broker protocol coordinator zk > /dev/null
+
+run: install bytecode
 	$(PY) -m broker $(ARGS)
 
 test: install system-deps
@@ -53,7 +58,7 @@ load: install
 
 # The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
 # BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.
-bench: $(VENV)/.bench-installed
+bench: $(VENV)/.bench-installed bytecode
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed
