@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -186,3 +187,59 @@ def test_describe_cluster_v2(minibroker: str) -> None:
                                     "include_fenced_brokers": True})
     assert resp.error_code == 0
     assert [(b.broker_id, b.is_fenced) for b in resp.brokers] == [(0, False)]
+
+
+def _topic_partitions(wire: WireClient, names: list[str], limit: int, cursor: dict | None = None) -> Any:
+    return wire.request(75, 0, {"topics": [{"name": n} for n in names], "response_partition_limit": limit,
+                                "cursor": cursor})
+
+
+@pytest.mark.minibroker(kafka_version="4.1")
+def test_describe_topic_partitions_pages_through_partitions(minibroker: str) -> None:
+    with WireClient(minibroker) as wire:
+        wire.create_topic("dtp-a", partitions=3)
+        wire.create_topic("dtp-b", partitions=2)
+        first = _topic_partitions(wire, ["dtp-b", "dtp-a", "dtp-missing"], 2)
+        assert [(t.name, [p.partition_index for p in t.partitions]) for t in first.topics] == [("dtp-a", [0, 1])]
+        assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == ("dtp-a", 2)
+        second = _topic_partitions(wire, ["dtp-b", "dtp-a", "dtp-missing"], 10,
+                                   {"topic_name": "dtp-a", "partition_index": 2})
+        assert [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in second.topics] == [
+            ("dtp-a", 0, [2]), ("dtp-b", 0, [0, 1]), ("dtp-missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])]
+        assert second.next_cursor is None
+        partition = second.topics[1].partitions[0]
+        assert (partition.leader_id, list(partition.replica_nodes), list(partition.isr_nodes)) == (0, [0], [0])
+        # The cursor's topic must be among the topics named.
+        bad = _topic_partitions(wire, ["dtp-b"], 10, {"topic_name": "dtp-a", "partition_index": 0})
+        assert [t.error_code for t in bad.topics] == [ErrorCode.INVALID_REQUEST]
+        # No topics named: all of them, in name order.
+        every = _topic_partitions(wire, [], 100)
+        assert [t.name for t in every.topics][:2] == ["dtp-a", "dtp-b"]
+
+
+@pytest.mark.minibroker(kafka_version="4.1")
+def test_kafka_python_admin_on_4_1(minibroker: str) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=minibroker)
+    try:
+        with WireClient(minibroker) as wire:
+            wire.create_topic("admin41", partitions=4)
+        described = admin.describe_topic_partitions(["admin41"])
+        assert [len(t["partitions"]) for t in described["topics"]] == [4]
+        resources = admin.list_config_resources()
+        assert "broker" in resources
+    finally:
+        admin.close()
+
+
+@pytest.mark.minibroker(kafka_version="4.1")
+def test_list_config_resources(minibroker: str) -> None:
+    with WireClient(minibroker) as wire:
+        wire.create_topic("configured")
+        v1 = wire.request(74, 1, {"resource_types": []})
+        listed = {(r.resource_type, r.resource_name) for r in v1.config_resources}
+        assert {(2, "configured"), (4, "0")} <= listed
+        topics_only = wire.request(74, 1, {"resource_types": [2]})
+        assert {r.resource_type for r in topics_only.config_resources} == {2}
+        assert wire.request(74, 1, {"resource_types": [99]}).error_code == ErrorCode.INVALID_REQUEST
+        v0 = wire.request(74, 0, {})
+        assert (v0.error_code, list(v0.config_resources)) == (0, [])
