@@ -1,5 +1,5 @@
 """ApiVersions: the version ranges and features of the broker's version profile (broker/kafka_versions.py:
-every served API by default, a Kafka release's with --kafka-version); KIP-511 for unknown versions."""
+the Kafka release of --kafka-version, 3.9 by default); KIP-511 for unknown versions."""
 
 from __future__ import annotations
 

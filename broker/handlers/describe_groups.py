@@ -29,12 +29,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue
-        d = groups.coordinator.describe_group(group_id)
         if version >= 6 and group_id not in groups.coordinator.groups:
             out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
                         "group_id": group_id, "group_state": "Dead", "protocol_type": "", "protocol_data": "",
                         "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue
+        d = groups.coordinator.describe_group(group_id)
         out.append({"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": d.state,
                     "protocol_type": d.protocol_type, "protocol_data": d.protocol,
                     "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
