@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 64  # per connection; more requests wait in the socket buffer (backpressure)
 RECV_SIZE = 256 * 1024
+DIRECT_READ_MIN = 256 * 1024  # frames from this size on are read into their own buffer
+_PRODUCE_KEY = struct.pack(">h", ApiKey.PRODUCE)
 _SIZE = struct.Struct(">i")
 _CORRELATION_V0 = struct.Struct(">i")
 _CORRELATION_V1 = struct.Struct(">ib")  # correlation id + empty tagged fields
@@ -144,9 +146,23 @@ class Connection:
                                 self.peer, size, max_frame)
                     return
                 if len(buf) < 4 + size:
-                    break
-                frame = bytes(buf[4:4 + size])
-                del buf[:4 + size]
+                    if size < DIRECT_READ_MIN:
+                        break
+                    # A large frame (a Produce of big batches) is read straight into its own buffer: the
+                    # records are then copied once on their way to the log, not four times.
+                    frame = bytearray(size)
+                    have = len(buf) - 4
+                    with memoryview(buf) as view:
+                        frame[:have] = view[4:]
+                    buf.clear()
+                    if not await self._read_into(frame, have, idle_s):
+                        return
+                    if frame[:2] != _PRODUCE_KEY:
+                        frame = bytes(frame)  # only the Produce decoder takes a bytearray
+                else:
+                    with memoryview(buf) as view:
+                        frame = bytes(view[4:4 + size])
+                    del buf[:4 + size]
                 # Requests take effect in arrival order: a handler task started for the previous request
                 # runs its first step (a Produce appends there) before this request starts. One checkpoint
                 # may not be enough, as trio shuffles the tasks it runs in one batch.
@@ -177,7 +193,27 @@ class Connection:
                 return
             buf += data
 
-    async def _start_request(self, frame: bytes, nursery: trio.Nursery) -> bool:
+    async def _read_into(self, frame: bytearray, have: int, idle_s: float) -> bool:
+        """Fill `frame` from the socket from `have` on; False when the connection ends (EOF, reset, idle)."""
+        with memoryview(frame) as view:
+            while have < len(frame):
+                try:
+                    n = os.readv(self._fd, [view[have:]])
+                except BlockingIOError:
+                    with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
+                        await trio.lowlevel.wait_readable(self.stream.socket)
+                    if idle.cancelled_caught and not self._slots:
+                        log.info("closing idle connection %s", self.peer)
+                        return False
+                    continue
+                except OSError:  # reset by the peer
+                    return False
+                if n == 0:
+                    return False
+                have += n
+        return True
+
+    async def _start_request(self, frame: bytes | bytearray, nursery: trio.Nursery) -> bool:
         """Decode and start one request; False means close the connection. (Async only for an injected
         delay: nothing else awaits here.)"""
         try:

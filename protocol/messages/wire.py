@@ -81,7 +81,7 @@ class Reader:
                 return None
             raise DecodeError(f"invalid bytes length {n}")
         pos = self._take(n)
-        return bytes(self.data[pos:pos + n])
+        return bytes(memoryview(self.data)[pos:pos + n])  # one copy, from bytes or a bytearray frame
 
     def count(self, compact: bool, nullable: bool = False) -> int:
         n = self.length(compact, True)
