@@ -9,29 +9,22 @@ TOPIC_AUTHORIZATION_FAILED without their id.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_operations
+from broker.access import AclOperation, ResourceType, authorized
 from broker.dispatch import RequestContext
+from broker.handlers.metadata import topic_error, topic_metadata
 from broker.topics import TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def _invalid(req: Any) -> dict[str, Any]:
     """Kafka's answer to an InvalidRequestException: every named topic carries INVALID_REQUEST (the response
     has no field for a message)."""
-    return {"throttle_time_ms": 0, "next_cursor": None, "topics": [
-        {"error_code": ErrorCode.INVALID_REQUEST, "name": t.name, "topic_id": ZERO_UUID, "is_internal": False,
-         "partitions": [], "topic_authorized_operations": -2147483648} for t in req.topics]}
-
-
-def _topic_error(error: ErrorCode, name: str) -> dict[str, Any]:
-    return {"error_code": error, "name": name, "topic_id": ZERO_UUID, "is_internal": False, "partitions": [],
-            "topic_authorized_operations": -2147483648}
+    return {"throttle_time_ms": 0, "next_cursor": None,
+            "topics": [topic_error(ErrorCode.INVALID_REQUEST, t.name) for t in req.topics]}
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -53,9 +46,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             allowed.append(name)
         elif not fetch_all:
-            unauthorized.append(_topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
+            unauthorized.append(topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
     remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, req.response_partition_limit), 1)
-    node = state.node_id
     topics: list[dict[str, Any]] = []
     next_cursor = None
     for name in allowed:
@@ -70,16 +62,13 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 except TopicError:
                     error = ErrorCode.INVALID_TOPIC_EXCEPTION
-                topics.append(_topic_error(error, name))
+                topics.append(topic_error(error, name))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(len(topic.partitions), start + remaining)
-        topics.append({
-            "error_code": ErrorCode.NONE, "name": name, "topic_id": topic.topic_id, "is_internal": topic.is_internal,
-            "partitions": [{"error_code": ErrorCode.NONE, "partition_index": i, "leader_id": node, "leader_epoch": 0,
-                            "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": None,
-                            "last_known_elr": None, "offline_replicas": []} for i in range(start, upper)],
-            "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)})
+        described = topic_metadata(ctx, topic, include_ops=True)  # as Metadata describes it; ELR: none
+        described["partitions"] = described["partitions"][start:upper]
+        topics.append(described)
         if upper < len(topic.partitions):
             next_cursor = {"topic_name": name, "partition_index": upper}
             break

@@ -31,7 +31,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         # KafkaApis: "Topic IDs are not supported in requests for version 10/11" (and a null name with
         # them): InvalidRequestException, answered as MetadataRequest.getErrorResponse does, every topic
         # INVALID_REQUEST, a null name written as "" (the response has no null names before v12).
-        topics = [_error(ErrorCode.INVALID_REQUEST, t.name or "", getattr(t, "topic_id", None) or ZERO_UUID)
+        topics = [topic_error(ErrorCode.INVALID_REQUEST, t.name or "", getattr(t, "topic_id", None) or ZERO_UUID)
                   for t in req.topics]
     elif all_topics:
         topics = [topic_metadata(ctx, t, include_ops) for t in state.topics
@@ -61,32 +61,33 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
     if name is None:
         topic = state.topics.get_by_id(topic_id)
         if topic is None:
-            return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+            return topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
-            return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, topic_id)  # ids are not secret
+            return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, topic_id)  # ids are not secret
         return topic_metadata(ctx, topic, include_ops)
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
+        return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     topic = state.topics.get(name)
     if topic is not None:
         return topic_metadata(ctx, topic, include_ops)
     try:
         validate_topic_name(name)
     except TopicError:
-        return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+        return topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     if not allow_create:
-        return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        return topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     if not (cluster_authorized(ctx, AclOperation.CREATE)
             or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
-        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
+        return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     try:
         topic = state.topics.create(name, now_ms=state.now_ms())
     except TopicError as exc:
-        return _error(ErrorCode[exc.error], name)
+        return topic_error(ErrorCode[exc.error], name)
     return topic_metadata(ctx, topic, include_ops)
 
 
-def _error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    """A topic entry carrying only an error (Metadata, DescribeTopicPartitions)."""
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
