@@ -1,7 +1,9 @@
 """Versioned message specs built from Kafka's JSON message definitions.
 
 The definitions ship with kafka-python 3.x as package data (the same files as Apache Kafka's
-clients/src/main/resources/common/message). `message("MetadataRequest")` reads one, and
+clients/src/main/resources/common/message, as of Kafka 4). What it lacks (the inter-broker, KIP-848 and
+share-group APIs, the versions Kafka 4 removed) is written in the same JSON form in
+`protocol/definitions/`, which is looked at first. `message("MetadataRequest")` reads one, and
 `spec.struct(version)` builds (once) a construct `KafkaStruct` for that version. Field names are the
 JSON names in snake_case (`ThrottleTimeMs` -> `throttle_time_ms`).
 """
@@ -54,9 +56,13 @@ def _resources_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "protocol" / "schemas" / "resources"
 
 
+_OWN_DEFINITIONS = Path(__file__).parent / "definitions"
+
+
 @cache
 def load_definition(name: str) -> dict[str, Any]:
-    text = (_resources_dir() / f"{name}.json").read_text(encoding="utf-8")
+    own = _OWN_DEFINITIONS / f"{name}.json"
+    text = (own if own.exists() else _resources_dir() / f"{name}.json").read_text(encoding="utf-8")
     data = json.loads(_COMMENTS.sub("", text))
     common = {s["name"]: s for s in data.get("commonStructs", [])}
     _resolve_common(data.get("fields", []), common)
