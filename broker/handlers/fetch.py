@@ -7,6 +7,13 @@ read_committed (KIP-98): whole batches below the last stable offset only, with t
 that overlap the returned range (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED and
 collectAbortedTransactions); the long poll counts only those bytes, so it waits behind an open
 transaction until its marker is appended. Every partition reports the LSO.
+
+Fetch v0-3 (3.x profiles) cannot read record batch v2: after the read, their records are down-converted
+(v0-1 to message format v0, v2-3 to v1; protocol.conversion.lazy_down_convert, Kafka's KIP-283 lazy
+down-conversion) unless the topic's message.downconversion.enable is false (UNSUPPORTED_VERSION). That
+happens only for those versions, after the long poll, so v4+ fetches pay nothing for it. v0-2 have no
+KIP-74: a first batch larger than the limit is not returned (Kafka sends a part of it, which an old client
+cannot read either).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from protocol.header import ErrorCode
 
 READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
+DOWN_CONVERT_BELOW = 4  # Fetch v0-3 read message format v0 (v0-1) or v1 (v2-3)
 _FRAME = struct.Struct(">qi")  # base offset, batch length
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
@@ -52,7 +60,7 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
     read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
     remaining = req.max_bytes if version >= 3 else state.config.fetch_max_bytes
     remaining = min(remaining, state.config.fetch_max_bytes)
-    min_one = True  # KIP-74: the first non-empty partition returns at least one whole batch
+    min_one = version >= 3  # KIP-74 (v3+): the first non-empty partition returns at least one whole batch
     total = 0
     any_error = False
     responses = []
@@ -132,5 +140,31 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             break
         with trio.move_on_at(deadline):
             await woken.wait()
+    if version < DOWN_CONVERT_BELOW:
+        _down_convert(ctx, req, responses)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses,
             "node_endpoints": []}
+
+
+def _down_convert(ctx: RequestContext, req: Any, responses: list[dict[str, Any]]) -> None:
+    """Kafka's KafkaApis.maybeConvertFetchedData for Fetch v0-3, partition by partition."""
+    from protocol.conversion import UnsupportedCompressionError, lazy_down_convert
+
+    version = ctx.header.api_version
+    to_magic = 0 if version <= 1 else 1
+    topics = ctx.state.topics
+    for fetch_topic, topic_response in zip(req.topics, responses, strict=True):
+        topic = topics.get(fetch_topic.topic)
+        for fp, partition in zip(fetch_topic.partitions, topic_response["partitions"], strict=True):
+            if topic is None or not 0 <= fp.partition < len(topic.partitions):
+                continue  # no log, no config: nothing to convert (Kafka)
+            config = topic.partitions[fp.partition].log.config
+            if config.compression_type == "zstd":
+                partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
+            elif not config.message_downconversion_enable:
+                partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_VERSION))
+            elif partition["records"]:
+                try:
+                    partition["records"] = lazy_down_convert(partition["records"], to_magic, fp.fetch_offset)
+                except UnsupportedCompressionError:
+                    partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))

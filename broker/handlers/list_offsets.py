@@ -4,6 +4,9 @@ Kafka's Partition.fetchOffsetForTimestamp and ReplicaManager.fetchOffset: a cons
 id -1) is bounded by its last fetchable offset, the high watermark for read_uncommitted and the last
 stable offset for read_committed (isolation level 1, v2+). LATEST answers that bound; a timestamp or
 MAX_TIMESTAMP lookup that lands at or beyond it answers "no offset" (-1, -1) without an error.
+
+v0 (3.x profiles) answers Kafka's legacy lookup instead: up to max_num_offsets segment base offsets
+(newest first) of the segments last modified before the timestamp (UnifiedLog.legacyFetchOffsetsBefore).
 """
 
 from __future__ import annotations
@@ -45,6 +48,21 @@ def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
     return timestamp, offset, LEADER_EPOCH
 
 
+def _legacy(ctx: RequestContext, log: Any, p: Any, replica_id: int) -> dict[str, Any]:
+    """ListOffsets v0 (KafkaApis.handleListOffsetRequestV0): only LATEST and EARLIEST of the special
+    timestamps; a consumer never gets an offset above the high watermark (the log end offset here)."""
+    answer = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE, "old_style_offsets": []}
+    if p.timestamp < EARLIEST:
+        answer["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+        return answer
+    offsets = log.legacy_offsets_before(p.timestamp, p.max_num_offsets, ctx.state.now_ms())
+    hw = log.log_end_offset
+    if replica_id == CONSUMER_REPLICA_ID and any(o > hw for o in offsets):
+        offsets = [hw] + [o for o in offsets if o <= hw]
+    answer["old_style_offsets"] = offsets
+    return answer
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.state.topics
     read_committed = (ctx.header.api_version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
@@ -72,6 +90,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 continue
             partition = topic.partitions[p.partition_index]
             log = partition.log
+            if ctx.header.api_version == 0:
+                partitions.append(_legacy(ctx, log, p, req.replica_id))
+                continue
             # The high watermark is the log end offset on a single broker.
             last_fetchable = (partition.producers.last_stable_offset(log.log_end_offset, log.log_start_offset)
                               if read_committed else log.log_end_offset)

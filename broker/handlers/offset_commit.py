@@ -43,8 +43,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            # v1 may give the commit time (offsets then expire from it); -1 or later versions: now.
+            committed_at = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
             offsets[tp] = OffsetValue(p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
-                                      p.committed_metadata or "", now, expire)
+                                      p.committed_metadata or "", committed_at, expire)
     if offsets:
         errors.update(groups.coordinator.commit_offsets(
             group_id=req.group_id, generation_id=req.generation_id_or_member_epoch, member_id=req.member_id,

@@ -22,6 +22,7 @@ from protocol.messages.produce import TOPIC_IDS_FROM
 from protocol.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
+    MAGIC_OFFSET,
     TRANSACTIONAL_MASK,
     CorruptRecordError,
     InvalidMagicError,
@@ -32,6 +33,7 @@ from protocol.records import (
 )
 
 ZSTD = 4
+LEGACY_FROM = 3  # Produce v0-2 may carry message format v0/v1
 
 
 def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | ErrorCode:
@@ -100,7 +102,8 @@ def has_transactional_records(req: Any) -> bool:
     for topic_data in req.topic_data:
         for pdata in topic_data.partition_data:
             records = pdata.records
-            if records and len(records) >= BATCH_HEADER_SIZE and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK:
+            if (records and len(records) >= BATCH_HEADER_SIZE and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK
+                    and records[MAGIC_OFFSET] == 2):  # v0/v1 messages have no transactions
                 return True
     return False
 
@@ -135,6 +138,46 @@ def _response(index: int, error: ErrorCode, message: str | None = None, base_off
     return {"index": index, "error_code": error, "base_offset": base_offset,
             "log_append_time_ms": log_append_time, "log_start_offset": log_start_offset,
             "record_errors": [], "error_message": message}
+
+
+def _is_legacy(records: bytes | None) -> bool:
+    """Message format v0/v1 (or nothing at all): anything but a v2 batch."""
+    return not records or len(records) <= MAGIC_OFFSET or records[MAGIC_OFFSET] in (0, 1)
+
+
+def _append_legacy(partition: Partition, pdata: Any, now: int) -> tuple[dict[str, Any], int | None]:
+    """A v0/v1 message set up-converted and appended (Kafka's LogValidator, then UnifiedLog.append): the
+    partition's answer and the last offset appended (None when nothing was)."""
+    from protocol.conversion import ConversionError, up_convert  # the old formats load only when used
+
+    log = partition.log
+    config = log.config
+    try:
+        converted = up_convert(
+            pdata.records or b"", now_ms=now, log_append_time=config.log_append_time,
+            compression_type=config.compression_type, compacted=config.compacted,
+            timestamp_before_max_ms=config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms=config.message_timestamp_after_max_ms,
+            max_message_bytes=config.max_message_bytes, topic_partition=f"{partition.topic}-{partition.index}")
+    except ConversionError as exc:
+        response = _response(pdata.index, exc.error, exc.message, log_start_offset=log.log_start_offset)
+        response["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
+        return response, None
+    if converted is None:  # no whole message: nothing appended, no error (Kafka)
+        return _response(pdata.index, ErrorCode.NONE, log_start_offset=log.log_start_offset), None
+    if len(converted.batch) > config.max_message_bytes:  # re-checked after conversion, as Kafka does
+        return _response(pdata.index, ErrorCode.MESSAGE_TOO_LARGE,
+                         f"The record batch size in the append to {partition.topic}-{partition.index} is "
+                         f"{len(converted.batch)} bytes which exceeds the maximum configured value of "
+                         f"{config.max_message_bytes}.", log_start_offset=log.log_start_offset), None
+    try:
+        result = log.append(converted.batch, now_ms=now)
+    except RecordBatchTooLargeError as exc:
+        return _response(pdata.index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)), None
+    except OSError as exc:
+        return _response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
+    return _response(pdata.index, ErrorCode.NONE, None, result.base_offset, result.log_append_time,
+                     result.log_start_offset), result.last_offset
 
 
 async def _durable(state: Any, log: Any, offset: int, response: dict[str, Any]) -> None:
@@ -186,6 +229,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions.append(_response(pdata.index, partition))
                 continue
             log = partition.log
+            if version < LEGACY_FROM and _is_legacy(pdata.records):
+                response, last_offset = _append_legacy(partition, pdata, now)
+                if last_offset is not None:
+                    appended = True
+                    if acks == -1:
+                        waits.append((log, last_offset, response))
+                partitions.append(response)
+                continue
             error, message = validate(pdata.records, version, log.config.max_message_bytes)
             if error:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))

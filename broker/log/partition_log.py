@@ -228,6 +228,26 @@ class PartitionLog:
                     return found
         return None
 
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
+        """ListOffsets v0 (Kafka's UnifiedLog.legacyFetchOffsetsBefore): the base offsets of the segments
+        last modified at or before `timestamp` (-1: latest, -2: earliest), newest first, and the log end
+        offset as of now when the active segment holds data; at most `max_num_offsets` of them."""
+        segments = list(self._segments)
+        points = [(max(segment.base_offset, self.log_start_offset), segment.last_modified_ms())
+                  for segment in segments]
+        if segments[-1].size > 0:
+            points.append((self.log_end_offset, now_ms))
+        if timestamp == -1:
+            start = len(points) - 1
+        elif timestamp == -2:
+            start = 0
+        else:
+            start = len(points) - 1
+            while start >= 0 and points[start][1] > timestamp:
+                start -= 1
+        offsets = [points[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)]
+        return sorted(offsets, reverse=True)
+
     def max_timestamp(self) -> tuple[int, int]:
         """(offset, timestamp) of the first record with the log's largest timestamp; (-1, -1) if none."""
         best = self._segments[0]
