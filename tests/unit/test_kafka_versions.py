@@ -66,8 +66,9 @@ def test_3x_profiles_serve_every_version_from_v0(release: str) -> None:
     for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
         if key in profile.accepted:
             assert profile.accepted[key] == profile.advertised[key] == (lo, min(hi, table()[key].max_version))
-    assert profile.accepted[0][0] == profile.accepted[1][0] == profile.accepted[2][0] == 0  # Produce, Fetch, ListOffsets
-    assert profile.accepts(8, 0) and profile.accepts(9, 0) and profile.accepts(19, 0)  # OffsetCommit/Fetch, CreateTopics
+    # Produce, Fetch, ListOffsets; OffsetCommit, OffsetFetch, CreateTopics
+    assert profile.accepted[0][0] == profile.accepted[1][0] == profile.accepted[2][0] == 0
+    assert profile.accepts(8, 0) and profile.accepts(9, 0) and profile.accepts(19, 0)
 
 
 @pytest.mark.parametrize("release", [r for r in RELEASES if r.startswith("4.")])
