@@ -290,6 +290,13 @@ def test_list_offsets_v0_and_offset_commit_v1(broker: BrokerThread) -> None:
         fetched = wire.request(OFFSET_FETCH, 1, {"group_id": f"g-{topic}", "topics": [
             {"name": topic, "partition_indexes": [0]}]})
         assert (fetched.topics[0].partitions[0].committed_offset, fetched.topics[0].partitions[0].metadata) == (2, "m")
+        # v0 (Kafka 0.8.1's, kept in ZooKeeper by a ZooKeeper-mode Kafka): commit, then fetch back.
+        commit0 = wire.request(OFFSET_COMMIT, 0, {"group_id": f"z-{topic}", "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]})
+        assert commit0.topics[0].partitions[0].error_code == 0
+        fetched0 = wire.request(OFFSET_FETCH, 0, {"group_id": f"z-{topic}", "topics": [
+            {"name": topic, "partition_indexes": [0]}]})
+        assert (fetched0.topics[0].partitions[0].committed_offset, fetched0.topics[0].partitions[0].error_code) == (1, 0)
 
 
 @pytest.fixture(params=["4.0", "4.1"])
