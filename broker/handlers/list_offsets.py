@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
 LATEST = -1
@@ -55,7 +55,7 @@ def _legacy(ctx: RequestContext, log: Any, p: Any, replica_id: int) -> dict[str,
     if p.timestamp < EARLIEST:
         answer["error_code"] = ErrorCode.UNSUPPORTED_VERSION
         return answer
-    offsets = log.legacy_offsets_before(p.timestamp, p.max_num_offsets, ctx.state.now_ms())
+    offsets = log.legacy_offsets_before(p.timestamp, p.max_num_offsets, ctx.broker.now_ms())
     hw = log.log_end_offset
     if replica_id == CONSUMER_REPLICA_ID and any(o > hw for o in offsets):
         offsets = [hw] + [o for o in offsets if o <= hw]
@@ -64,7 +64,7 @@ def _legacy(ctx: RequestContext, log: Any, p: Any, replica_id: int) -> dict[str,
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     read_committed = (ctx.header.api_version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
                       and req.isolation_level == READ_COMMITTED)
     describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))

@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, Producer
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from protocol import legacy_records as legacy
 from protocol.header import ErrorCode
 from protocol.records import Record, build_batch
@@ -296,7 +296,8 @@ def test_list_offsets_v0_and_offset_commit_v1(broker: BrokerThread) -> None:
         assert commit0.topics[0].partitions[0].error_code == 0
         fetched0 = wire.request(OFFSET_FETCH, 0, {"group_id": f"z-{topic}", "topics": [
             {"name": topic, "partition_indexes": [0]}]})
-        assert (fetched0.topics[0].partitions[0].committed_offset, fetched0.topics[0].partitions[0].error_code) == (1, 0)
+        partition0 = fetched0.topics[0].partitions[0]
+        assert (partition0.committed_offset, partition0.error_code) == (1, 0)
 
 
 @pytest.fixture(params=["4.0", "4.1"])
