@@ -33,6 +33,7 @@ from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 if TYPE_CHECKING:
     from broker.security.scram_credentials import ScramCredentialStore
     from broker.services.groups import GroupService
+    from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
     from broker.services.markers import MarkerWriter
     from broker.services.transactions import TxnService
@@ -114,6 +115,13 @@ class Broker:
         from broker.security.scram_credentials import ScramCredentialStore
 
         return ScramCredentialStore(Path(self.config.data_dir) / "meta" / "scram-credentials.json")
+
+    @functools.cached_property
+    def legacy_offsets(self) -> LegacyOffsets:
+        """OffsetCommit/OffsetFetch v0's store (ZooKeeper's in a ZooKeeper-mode Kafka)."""
+        from broker.services.legacy_offsets import LegacyOffsets
+
+        return LegacyOffsets(Path(self.config.data_dir) / "meta" / "legacy-consumer-offsets.json")
 
     def _start(self, service: _S) -> _S:
         if self._services is not None:

@@ -290,14 +290,22 @@ def test_list_offsets_v0_and_offset_commit_v1(broker: BrokerThread) -> None:
         fetched = wire.request(OFFSET_FETCH, 1, {"group_id": f"g-{topic}", "topics": [
             {"name": topic, "partition_indexes": [0]}]})
         assert (fetched.topics[0].partitions[0].committed_offset, fetched.topics[0].partitions[0].metadata) == (2, "m")
-        # v0 (Kafka 0.8.1's, kept in ZooKeeper by a ZooKeeper-mode Kafka): commit, then fetch back.
-        commit0 = wire.request(OFFSET_COMMIT, 0, {"group_id": f"z-{topic}", "topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]})
+        # v0 (Kafka 0.8.1's): kept apart from the coordinator's, offset only, as ZooKeeper-mode Kafka keeps them
+        # in ZooKeeper (answers compared with a Kafka 3.9 broker's).
+        group0 = f"z-{topic}"
+        commit0 = wire.request(OFFSET_COMMIT, 0, {"group_id": group0, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": 1, "committed_metadata": "dropped"}]}]})
         assert commit0.topics[0].partitions[0].error_code == 0
-        fetched0 = wire.request(OFFSET_FETCH, 0, {"group_id": f"z-{topic}", "topics": [
-            {"name": topic, "partition_indexes": [0]}]})
-        partition0 = fetched0.topics[0].partitions[0]
-        assert (partition0.committed_offset, partition0.error_code) == (1, 0)
+        fetched0 = wire.request(OFFSET_FETCH, 0, {"group_id": group0, "topics": [
+            {"name": topic, "partition_indexes": [0, 1]}]}).topics[0].partitions
+        assert [(p.committed_offset, p.metadata, p.error_code) for p in fetched0] == [
+            (1, "", 0), (-1, "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+        fetched1 = wire.request(OFFSET_FETCH, 1, {"group_id": group0, "topics": [
+            {"name": topic, "partition_indexes": [0]}]}).topics[0].partitions[0]
+        assert fetched1.committed_offset == -1  # not the coordinator's
+        unseen = wire.request(OFFSET_FETCH, 0, {"group_id": f"g-{topic}", "topics": [
+            {"name": topic, "partition_indexes": [0]}]}).topics[0].partitions[0]
+        assert unseen.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # v1's commit is not v0's
 
 
 @pytest.fixture(params=["4.0", "4.1"])
