@@ -82,3 +82,7 @@ class TopicAlreadyMarkedForDeletionError(AdminError):
     """Kafka's TopicAlreadyMarkedForDeletionException; DeleteTopics answers success for it (the topic is going)."""
 
     error_code = ErrorCode.NONE
+
+
+class ReassignmentInProgressError(AdminError):
+    error_code = ErrorCode.REASSIGNMENT_IN_PROGRESS
