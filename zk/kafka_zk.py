@@ -124,7 +124,7 @@ class KafkaZkClient:
         for path in z.PERSISTENT_PATHS:
             await self.session.ensure_path(path)
 
-    async def _create_recursive(self, path: str, data: bytes = b"", *, throw_if_exists: bool = True) -> None:
+    async def _create_recursive(self, path: str, data: bytes | None = None, *, throw_if_exists: bool = True) -> None:
         try:
             await self.session.create(path, data, makepath=True)
         except NodeExistsError:

@@ -126,7 +126,7 @@ class ExistsOp:
 @dataclass(frozen=True, slots=True)
 class CreateOp:
     path: str
-    data: bytes = b""
+    data: bytes | None = None  # None: no data at all (ZooKeeper's null, what Kafka gives its containers)
     ephemeral: bool = False
     sequence: bool = False
 
@@ -195,7 +195,7 @@ class ZkSession:
             raise ZooKeeperUnavailableError(f"could not connect to ZooKeeper at {hosts} within {timeout:g} s")
         if chroot:
             # Created without the chroot, then every path is prefixed with it (kazoo's chroot is client-side).
-            await session._call(lambda: client.ensure_path_async(chroot), "ensure chroot " + chroot)
+            await session.ensure_path(chroot)
             client.chroot = chroot
         return session
 
@@ -311,10 +311,11 @@ class ZkSession:
         """Child names (not sorted); NoNodeError when absent. A watch fires on CHILD or DELETED."""
         return await self._one(GetChildrenOp(path, watch))
 
-    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
+    async def create(self, path: str, data: bytes | None = None, *, ephemeral: bool = False, sequence: bool = False,
                      makepath: bool = False) -> str:
         """Create a znode; returns its path (with the sequence number). NodeExistsError, or NoNodeError when the
-        parent is missing and not `makepath`."""
+        parent is missing and not `makepath`. No data (None) is ZooKeeper's null, not b"": Kafka reads the two
+        differently (an empty /latest_producer_id_block is unreadable to it, a null one is "no block yet")."""
         if makepath:
             parent = path.rsplit("/", 1)[0]
             try:
@@ -345,8 +346,13 @@ class ZkSession:
         await self._one(DeleteOp(path, version))
 
     async def ensure_path(self, path: str) -> None:
-        """Create `path` and its missing parents (persistent, empty)."""
-        await self._call(lambda: self._client.ensure_path_async(path), "ensure " + path)
+        """Create `path` and its missing parents, persistent and without data (null, as Kafka's)."""
+        parts = [p for p in path.split("/") if p]
+        prefixes = ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        # One session's requests are applied in order: each parent exists before its child is created.
+        for answer in await self.pipeline([CreateOp(p) for p in prefixes]):
+            if isinstance(answer, Exception) and not isinstance(answer, NodeExistsError):
+                raise answer
 
     async def multi(self, ops: Sequence[CreateOp | SetDataOp | DeleteOp | CheckOp]) -> list[Any]:
         """Apply `ops` atomically: every result (created path, Stat, True), or MultiOpError (none applied)."""
@@ -365,13 +371,6 @@ class ZkSession:
         if isinstance(result, Exception):
             raise result
         return result
-
-    async def _call(self, submit: Callable[[], Any], what: str) -> Any:
-        """A raw kazoo async call, with the same timeout and retry as the rest."""
-        deadline = time.monotonic() + self.timeout
-        with trio.move_on_after(self.timeout + 1):
-            return await trio.to_thread.run_sync(self._wait_all, [submit], deadline, abandon_on_cancel=True)
-        raise ZooKeeperUnavailableError(f"ZooKeeper did not answer {what} within {self.timeout:g} s")
 
     async def _run(self, ops: list[Op]) -> list[Any]:
         deadline = time.monotonic() + self.timeout
@@ -451,8 +450,8 @@ class _Transaction:
     def __init__(self, client: KazooClient, ops: tuple[CreateOp | SetDataOp | DeleteOp | CheckOp, ...]) -> None:
         transaction = client.transaction()
         for op in ops:
-            if isinstance(op, CreateOp):
-                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+            if isinstance(op, CreateOp):  # kazoo's transactions take bytes only
+                transaction.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequence)
             elif isinstance(op, SetDataOp):
                 transaction.set_data(op.path, op.data, version=op.version)
             elif isinstance(op, DeleteOp):

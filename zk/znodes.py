@@ -644,9 +644,10 @@ def decode_acls(data: bytes) -> set[AclEntry]:
 
 
 def encode_acl_change(resource_type: str, name: str, pattern_type: str = "LITERAL") -> bytes:
-    """An ACL change notification: "Topic:orders" for literal patterns, JSON for the others."""
+    """An ACL change notification: "TOPIC:orders" for literal patterns (the resource type's enum name, unlike
+    the znode paths' "Topic"), JSON for the others."""
     if pattern_type.upper() == "LITERAL":
-        return f"{resource_type}:{name}".encode()
+        return f"{resource_type.upper()}:{name}".encode()
     return _encode({"version": 1, "resourceType": resource_type.upper(), "name": name,
                     "patternType": pattern_type.upper()})
 
@@ -673,6 +674,8 @@ def decode_any(path: str, data: bytes | None, zk_version: int = 0) -> Any:
     from zk.pid_blocks import decode_block
 
     parts = path.strip("/").split("/")
+    if path == "/":
+        return None
     if path in PERSISTENT_PATHS or path in (BROKERS, CLUSTER, CONFIG, ADMIN, KAFKA_ACL, KAFKA_ACL_CHANGES,
                                             KAFKA_ACL_EXTENDED, KAFKA_ACL_EXTENDED_CHANGES, DELEGATION_TOKEN):
         if path == PRODUCER_ID_BLOCK:

@@ -162,7 +162,7 @@ def test_acls():
     assert z.decode_acls(z.encode_acls(acls)) == acls
     assert z.acl_path("Topic", "orders") == "/kafka-acl/Topic/orders"
     assert z.acl_path("Group", "g", "PREFIXED") == "/kafka-acl-extended/prefixed/Group/g"
-    assert z.encode_acl_change("Topic", "orders") == b"Topic:orders"
+    assert z.encode_acl_change("Topic", "orders") == b"TOPIC:orders"
     assert z.decode_acl_change(b"Topic:orders", extended=False) == ("Topic", "orders", "LITERAL")
     assert z.decode_acl_change(z.encode_acl_change("Topic", "o", "PREFIXED"), extended=True) == \
         ("TOPIC", "o", "PREFIXED")

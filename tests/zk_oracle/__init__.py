@@ -21,7 +21,8 @@ def classpath(release: str = RELEASE) -> str:
     """Kafka's jars (kafka_2.13 and what it needs); kafka_jars.Unavailable when they cannot be had."""
     if shutil.which("javac") is None:
         raise kafka_jars.Unavailable("javac is not installed")
-    return kafka_jars.classpath(release, ["kafka_2.13"])
+    # kafka-tools brings the slf4j binding the broker logs through (and is the set the other tests fetch)
+    return kafka_jars.classpath(release, ["kafka_2.13", "kafka-tools"])
 
 
 def compiled(main_class: str, release: str = RELEASE) -> str:
