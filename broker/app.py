@@ -12,7 +12,7 @@ import functools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
@@ -27,6 +27,7 @@ from broker.security.acls import Authorizer, parse_super_users
 from broker.services.appends import AppendSignal
 from broker.services.producer_ids import ProducerIds
 from broker.services.retention import run_producer_expiration, run_retention
+from broker.services.single_node import SingleNode
 from broker.services.topics import TopicManager
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
@@ -82,6 +83,9 @@ class Broker:
         self.producer_ids = ProducerIds(self.block_store, config.broker_id,
                                         claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self._services: trio.Nursery | None = None
+        # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper.
+        self.cluster: Any = SingleNode(config.broker_id, self.topics, self.clock,
+                                       lambda: config.auto_create_topics, config.broker_rack)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
     # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).
@@ -150,9 +154,8 @@ class Broker:
         return self.clock.now_ms()
 
     def flush_all(self) -> None:
-        for topic in self.topics:
-            for partition in topic.partitions:
-                partition.log.flush()
+        for partition in self.topics.hosted():
+            partition.log.flush()
 
     def close(self) -> None:
         self.flush_all()

@@ -80,19 +80,23 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
                 partitions.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 any_error = True
                 continue
-            if topic is None or not 0 <= fp.partition < len(topic.partitions):
+            if topic is None:
                 partitions.append(_partition_error(fp.partition, missing))
                 any_error = True
                 continue
-            partition = topic.partitions[fp.partition]
+            partition = broker.topics.leader_partition(topic.name, fp.partition)
+            if isinstance(partition, ErrorCode):
+                partitions.append(_partition_error(fp.partition, partition))
+                any_error = True
+                continue
             log = partition.log
-            hw = log.log_end_offset
+            hw = partition.high_watermark
             producers = partition.producers
             lso = producers.last_stable_offset(hw, log.log_start_offset) if producers.ongoing_txns else hw
-            if version >= 9 and fp.current_leader_epoch > 0:
-                # Our leader epoch is always 0; a newer one means the client knows a future leader.
-                partitions.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_LEADER_EPOCH, hw,
-                                                   log.log_start_offset, lso))
+            epoch_error = broker.topics.check_leader_epoch(partition, fp.current_leader_epoch) if version >= 9 \
+                else ErrorCode.NONE
+            if epoch_error:
+                partitions.append(_partition_error(fp.partition, epoch_error, hw, log.log_start_offset, lso))
                 any_error = True
                 continue
             try:
@@ -156,9 +160,10 @@ def _down_convert(ctx: RequestContext, req: Any, responses: list[dict[str, Any]]
     for fetch_topic, topic_response in zip(req.topics, responses, strict=True):
         topic = topics.get(fetch_topic.topic)
         for fp, partition in zip(fetch_topic.partitions, topic_response["partitions"], strict=True):
-            if topic is None or not 0 <= fp.partition < len(topic.partitions):
-                continue  # no log, no config: nothing to convert (Kafka)
-            config = topic.partitions[fp.partition].log.config
+            log = topic.partitions[fp.partition].log if topic and 0 <= fp.partition < len(topic.partitions) else None
+            if log is None:
+                continue  # no log here, no config: nothing to convert (Kafka)
+            config = log.config
             if config.compression_type == "zstd":
                 partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
             elif not config.message_downconversion_enable:

@@ -16,7 +16,7 @@ from broker.handlers.context import RequestContext
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.services.topics import Partition, TopicError
+from broker.services.topics import Partition
 from protocol.header import ErrorCode
 from protocol.messages.produce import TOPIC_IDS_FROM
 from protocol.records import (
@@ -40,18 +40,15 @@ def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | 
     topics = ctx.broker.topics
     topic = topics.get(topic_name)
     if topic is None:
-        if not ctx.broker.config.auto_create_topics:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        try:
-            topic = topics.create(topic_name, now_ms=ctx.broker.now_ms())
-        except TopicError as exc:
-            return ErrorCode[exc.error] if exc.error != "TOPIC_ALREADY_EXISTS" else \
+        # auto.create.topics.enable (unlike Kafka, a Produce creates too; in a cluster the topic is created
+        # by the controller, and the producer retries until its metadata shows it).
+        topic = ctx.broker.cluster.auto_create_topic(topic_name)
+        if isinstance(topic, ErrorCode):
+            return topic if topic in (ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.POLICY_VIOLATION) else \
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if topic.is_internal:
         return ErrorCode.INVALID_TOPIC_EXCEPTION  # Kafka: "Cannot append to internal topic"
-    if not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return topic.partitions[index]
+    return topics.leader_partition(topic_name, index)
 
 
 def validate(records: bytes | None, version: int, max_message_bytes: int) -> tuple[ErrorCode, str | None]:
