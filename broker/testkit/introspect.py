@@ -11,26 +11,30 @@ from __future__ import annotations
 from typing import Any
 
 
-def topics(state: Any, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+def topics(broker: Any, include_internal: bool = False) -> dict[str, dict[str, Any]]:
     out = {}
-    for topic in state.topics:
+    for topic in broker.topics:
         if topic.is_internal and not include_internal:
             continue
         partitions = []
         for partition in topic.partitions:
+            entry = {"partition": partition.index, "leader": partition.leader,
+                     "leader_epoch": partition.leader_epoch, "replicas": list(partition.replicas),
+                     "isr": list(partition.isr)}
             log = partition.log
-            end = log.log_end_offset
-            partitions.append({
-                "partition": partition.index, "log_start_offset": log.log_start_offset, "log_end_offset": end,
-                "high_watermark": end,  # one broker: every appended record is replicated
-                "last_stable_offset": partition.producers.last_stable_offset(end, log.log_start_offset),
-                "size_bytes": log.size_bytes})
+            if log is not None:  # this broker holds a replica
+                hw = partition.high_watermark
+                entry.update(log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset,
+                             high_watermark=hw,
+                             last_stable_offset=partition.producers.last_stable_offset(hw, log.log_start_offset),
+                             size_bytes=log.size_bytes)
+            partitions.append(entry)
         out[topic.name] = {"topic_id": str(topic.topic_id), "internal": topic.is_internal, "partitions": partitions}
     return out
 
 
-def groups(state: Any) -> dict[str, dict[str, Any]]:
-    service = state.__dict__.get("groups")  # None until the group coordinator has started
+def groups(broker: Any) -> dict[str, dict[str, Any]]:
+    service = broker.__dict__.get("groups")  # None until the group coordinator has started
     if service is None:
         return {}
     out = {}
@@ -48,8 +52,8 @@ def groups(state: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def transactions(state: Any) -> dict[str, dict[str, Any]]:
-    service = state.__dict__.get("txns")
+def transactions(broker: Any) -> dict[str, dict[str, Any]]:
+    service = broker.__dict__.get("txns")
     if service is None:
         return {}
     return {txn.transactional_id: {
@@ -59,8 +63,8 @@ def transactions(state: Any) -> dict[str, dict[str, Any]]:
     } for txn in service.coordinator.txns.values()}
 
 
-def producers(state: Any, topic: str, partition: int) -> list[dict[str, Any]]:
-    found = state.topics.get(topic)
+def producers(broker: Any, topic: str, partition: int) -> list[dict[str, Any]]:
+    found = broker.topics.get(topic)
     if found is None or not 0 <= partition < len(found.partitions):
         raise KeyError(f"no partition {topic}-{partition}")
     out = []
