@@ -263,3 +263,36 @@ def test_registration_comes_back_after_session_expiry(zk_address):
             await observer.session.aclose()
 
     trio.run(main)
+
+
+def test_producer_id_blocks_through_the_session_and_the_standalone_store(zookeeper):
+    """The broker's ProducerIdManager claims blocks through the broker's session (SessionBlockStore) while a
+    standalone ZooKeeperBlockStore claims on the same two-level chroot: no block is shared."""
+    from zk.producer_ids import ProducerIdManager
+    from zk.store import SessionBlockStore, ZooKeeperBlockStore
+
+    address = f"{zookeeper.address}/t-{uuid.uuid4().hex[:12]}/two/levels"
+    standalone = ZooKeeperBlockStore(address, timeout=10)
+
+    async def main() -> tuple[list[int], list[tuple[int, int]]]:
+        async with await ZkSession.connect(address, timeout=10) as session:
+            manager = ProducerIdManager(SessionBlockStore(KafkaZkClient(session)), 1)
+            other: list[tuple[int, int]] = []
+
+            def claim_elsewhere() -> None:
+                for _ in range(3):
+                    block = standalone.claim_next_block(2)
+                    other.append((block.first, block.last))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.to_thread.run_sync, claim_elsewhere)
+                ids = [await manager.generate() for _ in range(2500)]
+            return ids, other
+
+    try:
+        ids, other = trio.run(main)
+    finally:
+        standalone.close()
+    assert len(ids) == len(set(ids)) == 2500
+    assert not any(first <= pid <= last for pid in ids for first, last in other)
+    assert len(other) == 3
