@@ -360,3 +360,32 @@ def test_kafka_deletes_a_topic_we_marked(kafka39):
 
     _wait(lambda: kafka39.zk(gone), "Kafka's controller to delete the topic we marked")
     assert "k-marked" not in kafka39.admin.list_topics(timeout=10).topics
+
+
+def test_kafkas_authorizer_loads_the_acls_we_wrote(kafka39):
+    carol = z.AclEntry("User:carol", "*", "Write", "Allow")
+    dave = z.AclEntry("User:dave", "10.0.0.9", "Read", "Deny")
+
+    async def write(zk: KafkaZkClient) -> None:
+        for resource_type, name, pattern, entry in (("Topic", "acl-ours", "LITERAL", carol),
+                                                    ("Group", "team-", "PREFIXED", dave)):
+            _, version = await zk.get_acls(resource_type, name, pattern)
+            assert await zk.set_acls(resource_type, name, {entry}, version, pattern) == 0
+            await zk.create_acl_change_notification(resource_type, name, pattern)
+
+    kafka39.zk(write)
+    from confluent_kafka.admin import AclBindingFilter
+
+    def described():
+        found = kafka39.admin.describe_acls(AclBindingFilter(
+            ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)).result(30)
+        return {(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type)
+                for b in found}
+
+    expected = {
+        (ResourceType.TOPIC, "acl-ours", ResourcePatternType.LITERAL, "User:carol", "*", AclOperation.WRITE,
+         AclPermissionType.ALLOW),
+        (ResourceType.GROUP, "team-", ResourcePatternType.PREFIXED, "User:dave", "10.0.0.9", AclOperation.READ,
+         AclPermissionType.DENY)}
+    _wait(lambda: expected <= described(), "Kafka's authorizer to load our ACLs")

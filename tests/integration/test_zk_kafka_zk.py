@@ -296,3 +296,37 @@ def test_producer_id_blocks_through_the_session_and_the_standalone_store(zookeep
     assert len(ids) == len(set(ids)) == 2500
     assert not any(first <= pid <= last for pid in ids for first, last in other)
     assert len(other) == 3
+
+
+def test_acls_with_conditional_writes(zk_address):
+    from zk.kafka_zk import UNKNOWN_VERSION
+    from zk.znodes import AclEntry
+
+    async def main():
+        zk = await _client(zk_address)
+        try:
+            await zk.create_acl_paths()
+            assert await zk.get_acls("Topic", "t") == (set(), UNKNOWN_VERSION)
+            alice = AclEntry("User:alice", "*", "Read", "Allow")
+            bob = AclEntry("User:bob", "*", "Write", "Deny")
+            assert await zk.set_acls("Topic", "t", {alice}, UNKNOWN_VERSION) == 0
+            assert await zk.set_acls("Topic", "t", {bob}, UNKNOWN_VERSION) is None  # someone created it first
+            acls, version = await zk.get_acls("Topic", "t")
+            assert (acls, version) == ({alice}, 0)
+            assert await zk.set_acls("Topic", "t", {alice, bob}, version) == 1
+            assert await zk.set_acls("Topic", "t", set(), version) is None  # stale version
+            assert await zk.get_acl_resource_names("Topic") == ["t"]
+            assert await zk.set_acls("Group", "g-", {bob}, UNKNOWN_VERSION, "PREFIXED") == 0
+            assert (await zk.get_acls("Group", "g-", "PREFIXED"))[0] == {bob}
+            first = await zk.create_acl_change_notification("Topic", "t")
+            second = await zk.create_acl_change_notification("Group", "g-", "PREFIXED")
+            assert first == "/kafka-acl-changes/acl_changes_0000000000"
+            assert second == "/kafka-acl-extended-changes/acl_changes_0000000000"
+            assert (await zk.session.get(first))[0] == b"TOPIC:t"
+            assert not await zk.delete_acls("Topic", "t", 0)
+            assert await zk.delete_acls("Topic", "t", 1)
+            assert await zk.get_acls("Topic", "t") == (set(), UNKNOWN_VERSION)
+        finally:
+            await zk.session.aclose()
+
+    trio.run(main)
