@@ -72,6 +72,7 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 INITIAL_CONTROLLER_EPOCH = 0
+UNKNOWN_VERSION = -2  # Kafka's ZkVersion.UnknownVersion: the version of a znode that does not exist
 INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
 MAX_RESERVED_BROKER_ID = 1000  # reserved.broker.max.id's default
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -673,6 +674,60 @@ class KafkaZkClient:
     async def delete_config_change_notifications(self, names: Iterable[str]) -> None:
         """Purge processed notifications (Kafka drops those older than 15 minutes)."""
         await self.session.pipeline([DeleteOp(f"{z.CONFIG_CHANGES}/{n}") for n in names])
+
+    # -- ACLs (AclAuthorizer's store: /kafka-acl, /kafka-acl-extended and their change notifications) --------
+
+    async def create_acl_paths(self) -> None:
+        """The ACL roots, one container per resource type, and the change notification roots."""
+        for root in (z.KAFKA_ACL, f"{z.KAFKA_ACL_EXTENDED}/prefixed"):
+            for resource_type in z.ACL_RESOURCE_TYPES:
+                await self.session.ensure_path(f"{root}/{resource_type}")
+        await self.session.ensure_path(z.KAFKA_ACL_CHANGES)
+        await self.session.ensure_path(z.KAFKA_ACL_EXTENDED_CHANGES)
+
+    async def get_acls(self, resource_type: str, name: str,
+                       pattern_type: str = "LITERAL") -> tuple[set[z.AclEntry], int]:
+        """The ACLs of one resource pattern and the znode's version (-2, Kafka's UnknownVersion, if none)."""
+        found = await self._get_data(z.acl_path(resource_type, name, pattern_type))
+        if found is None:
+            return set(), UNKNOWN_VERSION
+        return z.decode_acls(found[0]), found[1].version
+
+    async def get_acl_resource_names(self, resource_type: str, pattern_type: str = "LITERAL") -> list[str]:
+        return sorted(await self._children(z.acl_path(resource_type, "", pattern_type).rstrip("/")))
+
+    async def set_acls(self, resource_type: str, name: str, acls: Iterable[z.AclEntry], expected_version: int,
+                       pattern_type: str = "LITERAL") -> int | None:
+        """Write a resource's ACLs if its znode is at `expected_version` (UNKNOWN_VERSION: create it); the new
+        version, or None when another writer came first (read again and merge, as AclAuthorizer does)."""
+        path = z.acl_path(resource_type, name, pattern_type)
+        data = z.encode_acls(acls)
+        try:
+            if expected_version == UNKNOWN_VERSION:
+                await self.session.create(path, data, makepath=True)
+                return 0
+            return (await self.session.set(path, data, version=expected_version)).version
+        except (NodeExistsError, BadVersionError, NoNodeError):
+            return None
+
+    async def delete_acls(self, resource_type: str, name: str, expected_version: int,
+                          pattern_type: str = "LITERAL") -> bool:
+        """Delete a resource's ACL znode if still at `expected_version`; False when it moved on."""
+        try:
+            await self.session.delete(z.acl_path(resource_type, name, pattern_type), version=expected_version)
+        except NoNodeError:
+            pass
+        except BadVersionError:
+            return False
+        return True
+
+    async def create_acl_change_notification(self, resource_type: str, name: str,
+                                             pattern_type: str = "LITERAL") -> str:
+        """Tell every broker's authorizer to reload one resource's ACLs."""
+        root = z.KAFKA_ACL_CHANGES if pattern_type.upper() == "LITERAL" else z.KAFKA_ACL_EXTENDED_CHANGES
+        await self.session.ensure_path(root)
+        return await self.session.create(f"{root}/{z.ACL_CHANGE_PREFIX}",
+                                         z.encode_acl_change(resource_type, name, pattern_type), sequence=True)
 
     # -- features and producer id blocks ------------------------------------------------------------------
 

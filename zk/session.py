@@ -239,6 +239,16 @@ class ZkSession:
         client_id = self._client.client_id
         return client_id[0] if client_id else None
 
+    async def wait_connected(self, timeout: float = math.inf) -> None:
+        """Return once connected (at once if connected now); ZooKeeperUnavailableError after `timeout`."""
+        with trio.move_on_after(timeout):
+            while not self._client.connected:
+                if self._closed:
+                    raise ZooKeeperUnavailableError("the ZooKeeper session is closed")
+                await trio.sleep(0.02)
+            return
+        raise ZooKeeperUnavailableError(f"not connected to ZooKeeper at {self.address} within {timeout:g} s")
+
     def subscribe(self) -> trio.MemoryReceiveChannel[SessionEvent]:
         """A channel of the session's state changes from now on (unbounded; close it when done)."""
         send, receive = trio.open_memory_channel[SessionEvent](math.inf)

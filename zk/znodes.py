@@ -620,6 +620,10 @@ class AclEntry:
     permission_type: str
 
 
+# The resource types with a container under each ACL root (their names as in the paths).
+ACL_RESOURCE_TYPES = ("Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User")
+
+
 def acl_path(resource_type: str, name: str, pattern_type: str = "LITERAL") -> str:
     """/kafka-acl/Topic/orders for literal patterns, /kafka-acl-extended/prefixed/Topic/ord for the others."""
     if pattern_type.upper() == "LITERAL":

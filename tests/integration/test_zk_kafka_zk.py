@@ -263,3 +263,70 @@ def test_registration_comes_back_after_session_expiry(zk_address):
             await observer.session.aclose()
 
     trio.run(main)
+
+
+def test_producer_id_blocks_through_the_session_and_the_standalone_store(zookeeper):
+    """The broker's ProducerIdManager claims blocks through the broker's session (SessionBlockStore) while a
+    standalone ZooKeeperBlockStore claims on the same two-level chroot: no block is shared."""
+    from zk.producer_ids import ProducerIdManager
+    from zk.store import SessionBlockStore, ZooKeeperBlockStore
+
+    address = f"{zookeeper.address}/t-{uuid.uuid4().hex[:12]}/two/levels"
+    standalone = ZooKeeperBlockStore(address, timeout=10)
+
+    async def main() -> tuple[list[int], list[tuple[int, int]]]:
+        async with await ZkSession.connect(address, timeout=10) as session:
+            manager = ProducerIdManager(SessionBlockStore(KafkaZkClient(session)), 1)
+            other: list[tuple[int, int]] = []
+
+            def claim_elsewhere() -> None:
+                for _ in range(3):
+                    block = standalone.claim_next_block(2)
+                    other.append((block.first, block.last))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.to_thread.run_sync, claim_elsewhere)
+                ids = [await manager.generate() for _ in range(2500)]
+            return ids, other
+
+    try:
+        ids, other = trio.run(main)
+    finally:
+        standalone.close()
+    assert len(ids) == len(set(ids)) == 2500
+    assert not any(first <= pid <= last for pid in ids for first, last in other)
+    assert len(other) == 3
+
+
+def test_acls_with_conditional_writes(zk_address):
+    from zk.kafka_zk import UNKNOWN_VERSION
+    from zk.znodes import AclEntry
+
+    async def main():
+        zk = await _client(zk_address)
+        try:
+            await zk.create_acl_paths()
+            assert await zk.get_acls("Topic", "t") == (set(), UNKNOWN_VERSION)
+            alice = AclEntry("User:alice", "*", "Read", "Allow")
+            bob = AclEntry("User:bob", "*", "Write", "Deny")
+            assert await zk.set_acls("Topic", "t", {alice}, UNKNOWN_VERSION) == 0
+            assert await zk.set_acls("Topic", "t", {bob}, UNKNOWN_VERSION) is None  # someone created it first
+            acls, version = await zk.get_acls("Topic", "t")
+            assert (acls, version) == ({alice}, 0)
+            assert await zk.set_acls("Topic", "t", {alice, bob}, version) == 1
+            assert await zk.set_acls("Topic", "t", set(), version) is None  # stale version
+            assert await zk.get_acl_resource_names("Topic") == ["t"]
+            assert await zk.set_acls("Group", "g-", {bob}, UNKNOWN_VERSION, "PREFIXED") == 0
+            assert (await zk.get_acls("Group", "g-", "PREFIXED"))[0] == {bob}
+            first = await zk.create_acl_change_notification("Topic", "t")
+            second = await zk.create_acl_change_notification("Group", "g-", "PREFIXED")
+            assert first == "/kafka-acl-changes/acl_changes_0000000000"
+            assert second == "/kafka-acl-extended-changes/acl_changes_0000000000"
+            assert (await zk.session.get(first))[0] == b"TOPIC:t"
+            assert not await zk.delete_acls("Topic", "t", 0)
+            assert await zk.delete_acls("Topic", "t", 1)
+            assert await zk.get_acls("Topic", "t") == (set(), UNKNOWN_VERSION)
+        finally:
+            await zk.session.aclose()
+
+    trio.run(main)

@@ -191,7 +191,11 @@ def test_outage_suspends_calls_time_out_and_the_session_resumes():
             with trio.fail_after(10):
                 with pytest.raises(ZooKeeperUnavailableError):
                     await zk.get("/eph")
+                with pytest.raises(ZooKeeperUnavailableError):
+                    await zk.wait_connected(timeout=0.5)
             await trio.to_thread.run_sync(server.start)
+            with trio.fail_after(60):
+                await zk.wait_connected()
             seen = await _next_state(events, SessionState.CONNECTED)
             assert SessionState.EXPIRED not in seen
             assert zk.session_id == session
