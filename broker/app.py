@@ -60,7 +60,9 @@ class Endpoint:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, versions: VersionProfile) -> None:
+    def __init__(self, config: BrokerConfig, versions: VersionProfile, cluster: Any = None) -> None:
+        """`cluster`: the broker's ZooKeeper-mode cluster (broker.cluster.zk_cluster.ZkCluster, already
+        connected: it settled the broker id and cluster id); None for the embedded single broker."""
         config.validate()
         self.config = config
         self.node_id = config.broker_id
@@ -71,7 +73,7 @@ class Broker:
         self.cluster_id = _load_cluster_id(data_dir, config)
         # Before the topics: their logs take the broker defaults, dynamic ones included.
         self.dynamic = DynamicConfigs(config, data_dir / "meta" / "dynamic-broker-configs.json")
-        self.topics = TopicManager(config, self.clock.now_ms())
+        self.topics = TopicManager(config, self.clock.now_ms(), cluster=cluster is not None)
         self.endpoints: list[Endpoint] = []  # registered by the server's listeners
         self.dynamic.on_change += [self.topics.refresh_log_configs, self.readvertise]
         self.acl_store = AclStore(data_dir)
@@ -79,13 +81,22 @@ class Broker:
                                      allow_if_no_acl=config.allow_everyone_if_no_acl_found)
         self.flusher = GroupFlusher(config.fsync)
         self.appends = AppendSignal()
-        self.block_store = _block_store(config, data_dir)
+        self.block_store = _block_store(config, data_dir, cluster)
         self.producer_ids = ProducerIds(self.block_store, config.broker_id,
                                         claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self._services: trio.Nursery | None = None
-        # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper.
-        self.cluster: Any = SingleNode(config.broker_id, self.topics, self.clock,
-                                       lambda: config.auto_create_topics, config.broker_rack)
+        # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper,
+        # whose replicas (leaders and followers) the replica manager keeps.
+        self.replicas: Any = None
+        if cluster is None:
+            self.cluster: Any = SingleNode(config.broker_id, self.topics, self.clock,
+                                           lambda: config.auto_create_topics, config.broker_rack)
+        else:
+            from broker.cluster.replica_manager import ReplicaManager
+
+            self.cluster = cluster
+            self.replicas = ReplicaManager(config.broker_id, self.topics, self.appends, self.clock, config, cluster)
+            cluster.attach(self.topics, self.replicas)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
     # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).
@@ -135,6 +146,8 @@ class Broker:
     async def run(self, nursery: trio.Nursery) -> None:
         """Start the background tasks in `nursery`; coordinators built from now on start there too."""
         self._services = nursery
+        if self.replicas is not None:
+            await nursery.start(self.replicas.run)
         nursery.start_soon(run_retention, self.topics, self.clock, self.config)
         nursery.start_soon(run_producer_expiration, self.topics, self.clock, self.config)
         if self.config.log_cleaner_enable:
@@ -163,7 +176,11 @@ class Broker:
         self.block_store.close()
 
 
-def _block_store(config: BrokerConfig, data_dir: Path) -> BlockStore:
+def _block_store(config: BrokerConfig, data_dir: Path, cluster: Any) -> BlockStore:
+    if cluster is not None:
+        from zk.store import SessionBlockStore
+
+        return SessionBlockStore(cluster.zk)
     if config.zookeeper_connect:
         return ZooKeeperBlockStore(config.zookeeper_connect, timeout=config.zookeeper_session_timeout_ms / 1000)
     return LocalBlockStore(data_dir / "producer_id_block.json")

@@ -93,6 +93,9 @@ KRAFT_VERSION_SINCE = "3.9"
 _ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
 _ACCEPTED_FROM = {0: 3}
 
+# LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.
+INTER_BROKER_APIS = (4, 5, 6, 7, 56)
+
 # The default: the last release that runs with ZooKeeper, as minibroker does (Kafka 4 removed it), and
 # what the client suites assume unless told otherwise.
 DEFAULT = "3.9"
@@ -106,6 +109,16 @@ class VersionProfile:
     advertised: dict[int, tuple[int, int]]
     accepted: dict[int, tuple[int, int]]
     features: dict[str, Any]  # the ApiVersions v3+ feature fields
+
+    def with_inter_broker(self, served: Mapping[int, tuple[int, int, int]]) -> VersionProfile:
+        """This profile, also accepting (not advertising) the requests brokers of a cluster send each other:
+        a Kafka 4 release has no ZooKeeper mode, yet a minibroker cluster that looks like one needs them."""
+        accepted = dict(self.accepted)
+        for key in INTER_BROKER_APIS:
+            if key in served:
+                lo, hi, _ = served[key]
+                accepted.setdefault(key, (lo, hi))
+        return VersionProfile(self.release, self.advertised, accepted, self.features)
 
     def accepts(self, api_key: int, version: int) -> bool:
         lo_hi = self.accepted.get(api_key)

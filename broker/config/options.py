@@ -21,6 +21,7 @@ class Listener:
     port: int
     advertised_host: str | None = None
     advertised_port: int | None = None
+    name: str = "PLAINTEXT"
 
 
 def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:

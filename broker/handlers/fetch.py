@@ -26,7 +26,7 @@ import trio
 
 from broker.handlers.context import RequestContext
 from broker.log.partition_log import OffsetOutOfRangeError
-from broker.security.access import AclOperation, ResourceType, authorized
+from broker.security.access import AclOperation, ResourceType, authorized, cluster_authorized
 from protocol.header import ErrorCode
 
 READ_COMMITTED = 1
@@ -60,6 +60,8 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
     read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
     remaining = req.max_bytes if version >= 3 else broker.config.fetch_max_bytes
     remaining = min(remaining, broker.config.fetch_max_bytes)
+    replica_id = req.replica_id  # a follower's fetch (>= 0) reads up to the log end, and reports its progress
+    follower = replica_id >= 0 and broker.replicas is not None
     min_one = version >= 3  # KIP-74 (v3+): the first non-empty partition returns at least one whole batch
     total = 0
     any_error = False
@@ -73,7 +75,8 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         name = topic.name if topic is not None else fetch_topic.topic if version < 13 else None
         if name is not None and name not in readable:  # READ on the topic, asked once per request
-            readable[name] = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+            readable[name] = cluster_authorized(ctx, AclOperation.CLUSTER_ACTION) if follower else \
+                authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
         partitions = []
         for fp in fetch_topic.partitions:
             if name is not None and not readable[name]:
@@ -99,9 +102,11 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
                 partitions.append(_partition_error(fp.partition, epoch_error, hw, log.log_start_offset, lso))
                 any_error = True
                 continue
+            if follower:
+                broker.replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
             try:
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
-                                   max_offset=lso if read_committed else hw)
+                                   max_offset=None if follower else lso if read_committed else hw)
             except OffsetOutOfRangeError:
                 partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw,
                                                    log.log_start_offset, lso))

@@ -177,20 +177,27 @@ def _append_legacy(partition: Partition, pdata: Any, now: int) -> tuple[dict[str
                      result.log_start_offset), result.last_offset
 
 
-async def _durable(broker: Any, log: Any, offset: int, response: dict[str, Any]) -> None:
-    """Wait for the fdatasync covering `offset`; a failed one turns the answer into KAFKA_STORAGE_ERROR."""
+async def _durable(broker: Any, partition: Partition, offset: int, response: dict[str, Any],
+                   timeout_s: float) -> None:
+    """acks=all: wait for the fdatasync covering `offset` (a failed one is KAFKA_STORAGE_ERROR) and, for a
+    replicated partition, for every in-sync replica to have it (the high watermark past it)."""
     try:
-        await broker.flusher.wait_durable(log, offset)
+        await broker.flusher.wait_durable(partition.log, offset)
     except OSError as exc:
         response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}",
                         base_offset=-1, log_append_time_ms=-1)
+        return
+    if partition.replicated_hw is not None:
+        error = await broker.replicas.wait_replicated(partition, offset, timeout_s)
+        if error:
+            response.update(error_code=error, base_offset=-1, log_append_time_ms=-1)
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     broker = ctx.broker
     version = ctx.header.api_version
     acks = req.acks
-    waits: list[tuple[Any, int, dict[str, Any]]] = []
+    waits: list[tuple[Partition, int, dict[str, Any]]] = []
     responses = []
     now = broker.now_ms()
     appended = False
@@ -231,10 +238,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 if last_offset is not None:
                     appended = True
                     if acks == -1:
-                        waits.append((log, last_offset, response))
+                        waits.append((partition, last_offset, response))
                 partitions.append(response)
                 continue
             error, message = validate(pdata.records, version, log.config.max_message_bytes)
+            if not error and acks == -1 and partition.replicated_hw is not None:
+                error = broker.replicas.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
+                message = None
             if error:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
                 continue
@@ -273,7 +283,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 response = _response(pdata.index, ErrorCode.NONE, None, dup.first_offset, dup.timestamp,
                                      log.log_start_offset)
                 if acks == -1:
-                    waits.append((log, dup.last_offset, response))
+                    waits.append((partition, dup.last_offset, response))
                 partitions.append(response)
                 continue
             try:
@@ -293,20 +303,23 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                              header.last_offset_delta, result.base_offset, timestamp, is_transactional)
             response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
                                  result.log_append_time, result.log_start_offset)
+            if partition.replicated_hw is not None:
+                broker.replicas.leader_appended(partition)
             if acks == -1:
-                waits.append((log, result.last_offset, response))
+                waits.append((partition, result.last_offset, response))
             partitions.append(response)
         responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
                           "partition_responses": partitions})
     if appended:
         broker.appends.notify()
     if waits:
+        timeout_s = max(0, req.timeout_ms) / 1000
         if len(waits) == 1:
-            await _durable(broker, *waits[0])
+            await _durable(broker, *waits[0], timeout_s)
         else:
             async with trio.open_nursery() as nursery:
                 for wait in waits:
-                    nursery.start_soon(_durable, broker, *wait)
+                    nursery.start_soon(_durable, broker, *wait, timeout_s)
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": []}

@@ -59,6 +59,10 @@ class LeaderEpochCache:
     def latest_epoch(self) -> int:
         return self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
 
+    @property
+    def latest_epoch_start(self) -> int:
+        return self._starts[-1] if self._starts else 0
+
     def assign(self, epoch: int, start_offset: int) -> bool:
         """A batch of `epoch` at `start_offset` (appended, or the epoch begun at the log end by a new
         leader); a new entry when the epoch is new, or starts earlier than recorded. True when it changed."""

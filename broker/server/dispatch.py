@@ -144,6 +144,13 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DESCRIBE_ACLS, 0, 3, "describe_acls", "DescribeAclsRequest", "DescribeAclsResponse"),
         Api(ApiKey.CREATE_ACLS, 0, 3, "create_acls", "CreateAclsRequest", "CreateAclsResponse"),
         Api(ApiKey.DELETE_ACLS, 0, 3, "delete_acls", "DeleteAclsRequest", "DeleteAclsResponse"),
+        # The cluster's own requests (ZooKeeper mode): from the controller, and to it.
+        Api(ApiKey.LEADER_AND_ISR, 0, 7, "leader_and_isr", "LeaderAndIsrRequest", "LeaderAndIsrResponse"),
+        Api(ApiKey.STOP_REPLICA, 0, 4, "stop_replica", "StopReplicaRequest", "StopReplicaResponse"),
+        Api(ApiKey.UPDATE_METADATA, 0, 8, "update_metadata", "UpdateMetadataRequest", "UpdateMetadataResponse"),
+        Api(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "controlled_shutdown", "ControlledShutdownRequest",
+            "ControlledShutdownResponse"),
+        Api(ApiKey.ALTER_PARTITION, 0, 3, "alter_partition", "AlterPartitionRequest", "AlterPartitionResponse"),
         Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
             "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
         Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",
@@ -178,6 +185,9 @@ def served() -> dict[int, tuple[int, int, int]]:
     return {key: (api.min_version, api.max_version, api.advertised_range[0]) for key, api in table().items()}
 
 
-def version_profile(kafka_version: str = kafka_versions.DEFAULT) -> kafka_versions.VersionProfile:
-    """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version)."""
-    return kafka_versions.resolve(served(), kafka_version)
+def version_profile(kafka_version: str = kafka_versions.DEFAULT, *,
+                    cluster: bool = False) -> kafka_versions.VersionProfile:
+    """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version); a
+    cluster's brokers also accept the cluster's own requests (whatever release they look like to clients)."""
+    profile = kafka_versions.resolve(served(), kafka_version)
+    return profile.with_inter_broker(served()) if cluster else profile

@@ -4,12 +4,24 @@ that is one of several; handlers ask `ctx.broker.cluster` and do not care which.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from broker.clock import Clock
 from broker.services.topics import Topic, TopicError, TopicManager
 from protocol.header import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedTopic:
+    """What CreateTopics answers of a created (or, validate_only, creatable) topic."""
+
+    topic_id: uuid.UUID | None
+    num_partitions: int
+    replication_factor: int
+    configs: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +61,23 @@ class SingleNode:
             return self.topics.create(name, now_ms=self.clock.now_ms())
         except TopicError as exc:
             return ErrorCode[exc.error]
+
+    def not_controller(self) -> bool:
+        return False  # a single broker is its own controller
+
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           assignments: Mapping[int, Sequence[int]] | None, configs: Mapping[str, str | None], *,
+                           validate_only: bool = False, timeout_s: float = 30.0) -> CreatedTopic:
+        """CreateTopics on this broker alone: replicas can only be this broker. Raises TopicError."""
+        if assignments:
+            for replicas in assignments.values():
+                if any(b != self.node_id for b in replicas):
+                    raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                                     f"Unknown broker in replica assignment: {list(replicas)}")
+            num_partitions = len(assignments)
+            replication_factor = len(next(iter(assignments.values())))
+        if validate_only:
+            num_partitions, overrides = self.topics.check_create(name, num_partitions, replication_factor, configs)
+            return CreatedTopic(None, num_partitions, 1, overrides)
+        topic = self.topics.create(name, num_partitions, replication_factor, configs, now_ms=self.clock.now_ms())
+        return CreatedTopic(topic.topic_id, len(topic.partitions), 1, topic.configs)

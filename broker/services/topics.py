@@ -381,6 +381,19 @@ class TopicManager:
         topic = self._by_name[name]
         self._write_hosted_meta(topic)
 
+    def drop_unclaimed_not_in_metadata(self) -> None:
+        """The first metadata after a start: logs of topics deleted meanwhile (another id, or none), or of
+        partitions this broker is no longer a replica of, are removed (the controller could not tell a
+        broker that was down)."""
+        for (name, index), found in list(self._unclaimed.items()):
+            topic = self._by_name.get(name)
+            stale = topic is None or self._stored_topic_id(name) != topic.topic_id or index >= len(topic.partitions) \
+                or self.node_id not in topic.partitions[index].replicas
+            if stale:
+                log.info("removing the log of %s-%d: its topic or replica is gone from the cluster", name, index)
+                del self._unclaimed[(name, index)]
+                _remove_log(found.log)
+
     def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """The topic's config overrides changed in the cluster (its /config/topics znode)."""
         topic = self._by_name.get(name)
@@ -418,7 +431,8 @@ class TopicManager:
     # -- disk -----------------------------------------------------------------------------------
     def _open_partition(self, topic: Topic, index: int, now_ms: int) -> Partition:
         directory = self.data_dir / f"{topic.name}-{index}"
-        plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms)
+        plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms,
+                                 track_epochs=self.cluster)
         # A single broker leads its partitions and is their only replica; a cluster's controller says.
         leader, replicas = (-1, []) if self.cluster else (self.node_id, [self.node_id])
         return Partition(topic.name, index, plog, load_producer_state(plog, f"{topic.name}-{index}"),
