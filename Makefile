@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench fuzz soak load pipeline clean bytecode
+.PHONY: install system-deps run cluster test lint bench fuzz soak load pipeline clean bytecode
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,11 @@ bytecode: install
 
 run: install bytecode
 	$(PY) -m broker $(ARGS)
+
+# A local cluster: ZooKeeper (Debian's package) and three brokers on localhost:9092-9094, data under
+# data/cluster; Ctrl-C stops it. Broker options: make cluster ARGS="--override min.insync.replicas=2".
+cluster: install system-deps bytecode
+	$(PY) -m broker.testkit.cluster --brokers 3 --port 9092 --data-dir data/cluster -- $(ARGS)
 
 test: install system-deps
 	$(PY) -m pytest $(PYTEST_ARGS) tests
