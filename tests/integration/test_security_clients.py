@@ -1,0 +1,235 @@
+"""Every client with every mechanism it supports, over SASL_PLAINTEXT and SASL_SSL, and SSL with and without
+client certificates: a message produced and consumed back; then refusals (wrong password, unknown user, bad
+token, untrusted certificate)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+def _topic() -> str:
+    return f"sec-{uuid.uuid4().hex[:10]}"
+
+
+# -- one produce/consume round trip per client ---------------------------------------------------------------
+
+def kafka_python_roundtrip(bootstrap: str, settings: dict) -> bytes:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    topic = _topic()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10_000, **settings)
+    try:
+        producer.send(topic, b"hello kafka-python").get(timeout=30)
+    finally:
+        producer.close(timeout=5)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=20_000,
+                             **settings)
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        return next(iter(consumer)).value
+    finally:
+        consumer.close()
+
+
+def confluent_roundtrip(bootstrap: str, settings: dict) -> bytes:
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    topic = _topic()
+    errors: list = []
+    producer = Producer({"bootstrap.servers": bootstrap, "error_cb": errors.append, **settings})
+    producer.produce(topic, b"hello confluent")
+    assert producer.flush(30) == 0, errors
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False,
+                         **settings})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            return msg.value()
+        raise AssertionError("no message")
+    finally:
+        consumer.close()
+
+
+def aiokafka_roundtrip(bootstrap: str, settings: dict) -> bytes:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    async def main() -> bytes:
+        topic = _topic()
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **settings)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"hello aiokafka")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", **settings)
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition(topic, 0)])
+            return (await asyncio.wait_for(consumer.getone(), 30)).value
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(main())
+
+
+CLIENTS = {
+    "kafka-python": (kafka_python_roundtrip, "kafka_python", b"hello kafka-python"),
+    "confluent-kafka": (confluent_roundtrip, "confluent", b"hello confluent"),
+    "aiokafka": (aiokafka_roundtrip, "aiokafka", b"hello aiokafka"),
+}
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.minibroker(security="SASL_PLAINTEXT", users=USERS)
+def test_sasl_plaintext(minibroker_server, client: str, mechanism: str) -> None:
+    roundtrip, settings_of, expected = CLIENTS[client]
+    settings = getattr(minibroker_server, settings_of)("alice", mechanism=mechanism)
+    assert roundtrip(minibroker_server.bootstrap, settings) == expected
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.minibroker(security="SASL_SSL", users=USERS)
+def test_sasl_ssl(minibroker_server, client: str, mechanism: str) -> None:
+    roundtrip, settings_of, expected = CLIENTS[client]
+    settings = getattr(minibroker_server, settings_of)("bob", mechanism=mechanism)
+    assert roundtrip(minibroker_server.bootstrap, settings) == expected
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.minibroker(security="SSL")
+def test_ssl_without_client_certificate(minibroker_server, client: str) -> None:
+    roundtrip, settings_of, expected = CLIENTS[client]
+    assert roundtrip(minibroker_server.bootstrap, getattr(minibroker_server, settings_of)(client_cert=False)) \
+        == expected
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.minibroker(security="SSL", users={"carol": ""}, client_auth="required")
+def test_ssl_with_client_certificate(minibroker_server, client: str) -> None:
+    roundtrip, settings_of, expected = CLIENTS[client]
+    settings = getattr(minibroker_server, settings_of)("carol", client_cert=True)
+    assert roundtrip(minibroker_server.bootstrap, settings) == expected
+    # The broker saw the certificate's principal.
+    assert "User:carol" in minibroker_server.principals_seen()
+
+
+# -- refusals --------------------------------------------------------------------------------------------------
+
+def kafka_python_refused(bootstrap: str, settings: dict) -> str:
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5_000, **settings)
+    except KafkaError as exc:
+        return type(exc).__name__ + ": " + str(exc)
+    try:
+        admin.list_topics()
+    except KafkaError as exc:
+        return type(exc).__name__ + ": " + str(exc)
+    finally:
+        admin.close()
+    raise AssertionError("kafka-python was let in")
+
+
+def confluent_refused(bootstrap: str, settings: dict) -> str:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    errors: list = []
+    admin = AdminClient({"bootstrap.servers": bootstrap, "error_cb": errors.append, **settings})
+    try:
+        admin.list_topics(timeout=8)
+    except KafkaException as exc:
+        errors.append(exc.args[0])
+    auth = [e for e in errors if e.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)]
+    assert auth, f"confluent-kafka was let in or failed otherwise: {errors}"
+    return auth[0].str()
+
+
+def aiokafka_refused(bootstrap: str, settings: dict) -> str:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError
+
+    async def main() -> str:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=5_000, **settings)
+        try:
+            await producer.start()
+        except (KafkaError, OSError) as exc:
+            return type(exc).__name__ + ": " + str(exc)
+        finally:
+            await producer.stop()
+        raise AssertionError("aiokafka was let in")
+
+    return asyncio.run(main())
+
+
+REFUSED = {"kafka-python": (kafka_python_refused, "kafka_python"), "confluent-kafka": (confluent_refused, "confluent"),
+           "aiokafka": (aiokafka_refused, "aiokafka")}
+
+
+@pytest.mark.parametrize("client", list(REFUSED))
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+@pytest.mark.minibroker(security="SASL_PLAINTEXT", users=USERS)
+def test_wrong_password_and_unknown_user_are_refused(minibroker_server, client: str, mechanism: str) -> None:
+    refused, settings_of = REFUSED[client]
+    for user, password in (("alice", "wrong"), ("mallory", "alice-secret")):
+        settings = getattr(minibroker_server, settings_of)(user, password=password, mechanism=mechanism)
+        message = refused(minibroker_server.bootstrap, settings)
+        assert message
+    assert minibroker_server.open_connections_wait(0)
+
+
+@pytest.mark.parametrize("client", list(REFUSED))
+@pytest.mark.minibroker(security="SASL_SSL", users=USERS)
+def test_untrusted_ca_is_refused_by_the_client(minibroker_server, tmp_path, client: str) -> None:
+    """A client that does not trust the broker's CA (its own CA instead) fails the TLS handshake."""
+    import trustme
+
+    other_ca = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other_ca))
+    refused, settings_of = REFUSED[client]
+    settings = getattr(minibroker_server, settings_of)("alice")
+    if client == "kafka-python":
+        settings["ssl_cafile"] = str(other_ca)
+    elif client == "confluent-kafka":
+        settings["ssl.ca.location"] = str(other_ca)
+    else:
+        from aiokafka.helpers import create_ssl_context
+
+        settings["ssl_context"] = create_ssl_context(cafile=str(other_ca))
+    assert refused(minibroker_server.bootstrap, settings)
+
+
+@pytest.mark.parametrize("client", list(REFUSED))
+@pytest.mark.minibroker(security="SSL", users={"carol": ""}, client_auth="required")
+def test_missing_or_untrusted_client_certificate(minibroker_server, client: str) -> None:
+    refused, settings_of = REFUSED[client]
+    kit = minibroker_server.security
+    assert refused(minibroker_server.bootstrap, getattr(minibroker_server, settings_of)(client_cert=False))
+    cert, key = kit.untrusted_client_certificate("carol")
+    settings = getattr(minibroker_server, settings_of)("carol", client_cert=False)
+    if client == "kafka-python":
+        settings.update(ssl_certfile=str(cert), ssl_keyfile=str(key))
+    elif client == "confluent-kafka":
+        settings.update({"ssl.certificate.location": str(cert), "ssl.key.location": str(key)})
+    else:
+        from aiokafka.helpers import create_ssl_context
+
+        settings["ssl_context"] = create_ssl_context(cafile=str(kit.ca_file), certfile=str(cert), keyfile=str(key))
+    assert refused(minibroker_server.bootstrap, settings)
