@@ -13,13 +13,14 @@ the broker; OAUTHBEARER uses Kafka's unsecured tokens (the clients' own unsecure
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-from broker.security.client_side import unsecured_token
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -167,6 +168,7 @@ class SecurityKit:
             out["sasl.mechanisms"] = mechanism
             if mechanism == "OAUTHBEARER":
                 # librdkafka's own unsecured JWT builder (no oauth_cb, method "default")
+                out["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
                 out["sasl.oauthbearer.config"] = f"principal={user}"
             else:
                 out.update({"sasl.username": user, "sasl.password": password})
@@ -207,3 +209,13 @@ class SecurityKit:
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def unsecured_token(claims: dict[str, Any], lifetime_s: int = 3600) -> str:
+    """An unsigned JWT (`alg: none`) as Kafka's unsecured OAUTHBEARER login makes, for the broker's unsecured
+    validator."""
+    def b64(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    now = int(time.time())
+    return f"{b64({'alg': 'none'})}.{b64({'iat': now, 'exp': now + lifetime_s, **claims})}."

@@ -192,7 +192,7 @@ def test_wrong_password_and_unknown_user_are_refused(minibroker_server, client: 
         settings = getattr(minibroker_server, settings_of)(user, password=password, mechanism=mechanism)
         message = refused(minibroker_server.bootstrap, settings)
         assert message
-    assert minibroker_server.open_connections_wait(0)
+    minibroker_server.wait_until(lambda: minibroker_server.open_connections() == 0 or None, 15, "connections closed")
 
 
 @pytest.mark.parametrize("client", list(REFUSED))

@@ -109,7 +109,7 @@ def test_scram_keys_from_the_credential_store_format() -> None:
     """The credentials AlterUserScramCredentials stores (salted password in, keys kept) authenticate."""
     import hashlib
 
-    from broker.scram_credentials import ScramCredential, ScramMechanism
+    from broker.security.scram_credentials import ScramCredential, ScramMechanism
 
     salt = os.urandom(16)
     salted = hashlib.pbkdf2_hmac("sha512", b"pw", salt, 8192)
