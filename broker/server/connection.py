@@ -115,6 +115,7 @@ class Connection:
         self._slots: deque[_Slot] = deque()  # unanswered or unsent requests, oldest first
         self._unsent: list[bytes] = []  # responses the socket has not taken yet, in order
         self._close_when_sent = False  # a request failed: Kafka closes the connection after earlier answers
+        self._close_logged = False  # the reason to close was logged already (a failed authentication)
         self._writer_wake = trio.Event()
         self._progress: trio.Event | None = None  # set when a response is answered or sent
         self._scope: trio.CancelScope | None = None
@@ -425,6 +426,7 @@ class Connection:
         connection's own task)."""
         slot = _Slot(close_after=True)
         self._slots.append(slot)
+        self._close_logged = True
         delay_s = self.endpoint.security.failed_authentication_delay_ms / 1000
         nursery.start_soon(self._answer_later, slot, data, delay_s)
         return False
@@ -589,7 +591,8 @@ class Connection:
                 self._unsent = [memoryview(data)[sent:]] if sent < len(data) else []
                 self._made_progress()
             if self._close_when_sent:
-                log.warning("closing %s after a failed request", self.peer)
+                if not self._close_logged:
+                    log.warning("closing %s after a failed request", self.peer)
                 self._abort()
                 return
 

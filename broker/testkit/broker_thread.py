@@ -151,6 +151,13 @@ class BrokerThread:
         server = self._require_server()
         return trio.from_thread.run_sync(lambda: dict(server.metrics.principals), trio_token=self._token)
 
+    def authentications(self) -> dict[tuple[str, str, str], int]:
+        """{(listener, mechanism or "SSL", outcome ok|failed|expired): count} so far."""
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: dict(server.metrics.authentications), trio_token=self._token)
+
     def call(self, fn: Any, *args: Any) -> Any:
         """Run `fn(broker, *args)` in the broker's trio thread (between requests, as a handler would) and
         return its result: for tests that reach into the running broker (broker.app.Broker)."""
