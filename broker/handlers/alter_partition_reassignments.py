@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
@@ -28,6 +29,11 @@ def _alter_one(ctx: RequestContext, name: str, index: int, replicas: list[int] |
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not cluster_authorized(ctx, AclOperation.ALTER):  # Kafka: ALTER on the cluster, the error everywhere
+        error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Request is not authorized."
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "responses": [
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": error,
+                                             "error_message": message} for p in t.partitions]} for t in req.topics]}
     allow_rf_change = ctx.header.api_version < 1 or req.allow_replication_factor_change
     responses = []
     for t in req.topics:

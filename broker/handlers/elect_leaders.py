@@ -6,10 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not cluster_authorized(ctx, AclOperation.ALTER):  # Kafka: ALTER on the cluster; each named partition fails
+        denied = [{"topic": t.topic, "partition_result": [
+            {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+            for p in t.partitions]} for t in req.topic_partitions or []]
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "replica_election_results": denied}
     topics = ctx.broker.topics
     if req.topic_partitions is None:  # every partition
         wanted = [(t.name, list(range(len(t.partitions)))) for t in topics if not t.is_internal]
