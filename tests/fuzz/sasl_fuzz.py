@@ -13,9 +13,8 @@ import tempfile
 import time
 
 from broker.security.client_side import unsecured_token
-from broker.testing import BrokerThread
-from protocol.header import RequestHeader, encode_request_header
-from protocol.schema import request_spec
+from broker.testkit import BrokerThread
+from protocol.header import RequestHeader, encode_request_header, request_spec
 from tests.fuzz import corpus
 from tests.fuzz.socket_fuzz import SocketReport, _drain, _ErrorLog
 
