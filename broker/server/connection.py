@@ -342,12 +342,18 @@ class Connection:
                 return False
             else:
                 return None
+        authenticating = sasl.framed and sasl.state.value in ("AUTHENTICATE", "REAUTH_BAD_MECHANISM")
         try:
             sasl.check_request(header.api_key)
         except IllegalSaslState as exc:
             log.warning("closing %s: %s", self.peer, exc)
             self._count_authentication("failed")
-            return self._authentication_failed(None, nursery)
+            # As Kafka: during the exchange (after SaslHandshake v1) the request gets its error answer
+            # (ILLEGAL_SASL_STATE) after the failure delay; before the handshake the connection just closes.
+            answer = self._illegal_state_answer(header, frame, offset) if authenticating else None
+            if answer is None:
+                return False
+            return self._authentication_failed(answer, nursery)
         if header.api_key == ApiKey.API_VERSIONS:
             sasl.api_versions()
             return None
@@ -404,6 +410,19 @@ class Connection:
                 "auth_bytes": answer.auth_bytes, "session_lifetime_ms": answer.session_lifetime_ms}
         assert api is not None
         return self._sasl_answer(header, api, body, answer.error_code != 0, nursery)
+
+    def _illegal_state_answer(self, header: Any, frame: bytes | bytearray, offset: int) -> bytes | None:
+        api = lookup(header.api_key)
+        version = header.api_version
+        if api is None or not self.broker.versions.accepts(header.api_key, version):
+            return None
+        try:
+            request = api.decode_request(version, frame, offset)
+            body = error_response(api.key, request, ErrorCode.ILLEGAL_SASL_STATE, self._topic_name)
+            return frame_response(header.correlation_id, response_header_version(api.key, version),
+                                  api.encode_response(version, body))
+        except Exception:  # a request the error builder does not know: the connection just closes
+            return None
 
     def _sasl_answer(self, header: Any, api: Api, body: dict[str, Any], failed: bool, nursery: trio.Nursery) -> bool:
         version = header.api_version
