@@ -142,6 +142,16 @@ def client_security(listener: str, protocol: SecurityProtocol, values: Mapping[s
     return ClientSecurity(listener, protocol, context, mechanism, options["username"], options["password"])
 
 
+def inter_broker_security(config: Any, mechanism: str | None = None) -> ClientSecurity:
+    """What the cluster's own connections need (broker.config.options.BrokerConfig): the listener named by
+    `inter.broker.listener.name` (else the first of `security.inter.broker.protocol`), its protocol, and this
+    broker's client-side settings for it. Connect to the other broker's endpoint of that listener name."""
+    listener = config.inter_broker_listener()
+    protocol = SecurityProtocol(config.listener_protocol(listener))
+    return client_security(listener.name, protocol, config.security,
+                           mechanism or config.security.get("sasl.mechanism.inter.broker.protocol"))
+
+
 class AuthenticationFailed(Exception):
     pass
 
