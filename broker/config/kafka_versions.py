@@ -5,7 +5,7 @@ sides know, and for kafka-python even which Kafka release it talks to), so adver
 makes minibroker look like that release. Each range is cut to the versions minibroker serves:
 - the low ends start at Kafka 4's floors (KIP-896), because the pre-0.11 message formats are not spoken
   (Produce keeps advertising v0 and answers v0-2 with UNSUPPORTED_VERSION, as Kafka 4 does: KAFKA-18659);
-- APIs minibroker does not serve are left out (SASL, delegation tokens, client quotas, the controllers'
+- APIs minibroker does not serve are left out (delegation tokens, client quotas, the controllers'
   and replication APIs, the KIP-848 consumer group and KIP-932 share group protocols);
 - EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
   that feature is not offered either (as on a 4.x cluster that has not enabled it).

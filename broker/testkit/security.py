@@ -31,7 +31,7 @@ SCRAM_ITERATIONS = 4096
 class SecurityKit:
     def __init__(self, protocol: str = "SASL_PLAINTEXT", users: Mapping[str, str] | None = None, *,
                  directory: Path | str, client_auth: str = "none", mechanisms: tuple[str, ...] = MECHANISMS,
-                 listener_name: str | None = None) -> None:
+                 listener_name: str | None = None, hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")) -> None:
         if protocol not in PROTOCOLS:
             raise ValueError(f"security must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
         self.protocol = protocol
@@ -41,6 +41,7 @@ class SecurityKit:
         self.listener_name = listener_name or protocol
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.hosts = hosts
         self._ca: Any = None
         if self.uses_ssl:
             self._make_certificates()
@@ -59,7 +60,7 @@ class SecurityKit:
 
         self._ca = trustme.CA(organization_name="minibroker test CA")
         self._ca.cert_pem.write_to_path(str(self.ca_file))
-        server = self._ca.issue_cert("localhost", "127.0.0.1", "::1", common_name="minibroker")
+        server = self._ca.issue_cert(*self.hosts, common_name="minibroker")
         server.private_key_and_cert_chain_pem.write_to_path(str(self.directory / "broker.pem"))
 
     @property
@@ -219,3 +220,25 @@ def unsecured_token(claims: dict[str, Any], lifetime_s: int = 3600) -> str:
 
     now = int(time.time())
     return f"{b64({'alg': 'none'})}.{b64({'iat': now, 'exp': now + lifetime_s, **claims})}."
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m broker.testkit.security DIR [--host NAME]... [--user NAME]...`: a throw-away CA (ca.pem), the
+    broker's key and certificate chain (broker.pem) and client certificates (client-NAME.crt/.key) for trying
+    SSL listeners out (`make certs`). Not for production: the CA's key is not kept."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m broker.testkit.security", description=main.__doc__)
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--host", action="append", default=[], help="a name or address of the broker (repeatable)")
+    parser.add_argument("--user", action="append", default=[], help="a client certificate with CN=NAME")
+    args = parser.parse_args(argv)
+    kit = SecurityKit("SSL", directory=args.directory, hosts=tuple(args.host or ["localhost", "127.0.0.1", "::1"]))
+    for user in args.user:
+        kit.client_certificate(user)
+    print(f"wrote {kit.ca_file}, {args.directory / 'broker.pem'} and {len(args.user)} client certificate(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
