@@ -131,6 +131,11 @@ class BrokerThread:
         if any(errors.values()):
             raise RuntimeError(f"storing the test users' SCRAM credentials failed: {errors}")
 
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """Every bound (host, port), listener by listener (the first is `bootstrap`'s)."""
+        return list(self._require_server().listen_addresses)
+
     def kafka_python(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
         """kafka-python settings for this broker's listener (security_protocol, ssl_*, sasl_*); `password`,
         `mechanism` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER) and `client_cert` may be given."""

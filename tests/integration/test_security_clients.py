@@ -242,3 +242,61 @@ def test_missing_or_untrusted_client_certificate(minibroker_server, client: str)
         settings["ssl_context"] = create_ssl_context(cafile=str(kit.ca_file), certfile=str(cert), keyfile=str(key))
     assert refused(minibroker_server.bootstrap, settings)
     assert minibroker_server.principals_seen() == {}
+
+
+# -- KIP-368 with real clients ------------------------------------------------------------------------------
+
+def _produce_for(client: str, broker, seconds: float) -> int:  # noqa: ANN001
+    """Produce one message at a time for `seconds`; returns how many were acknowledged."""
+    end = time.monotonic() + seconds
+    sent = 0
+    if client == "confluent-kafka":
+        from confluent_kafka import Producer
+
+        errors: list = []
+        producer = Producer({"bootstrap.servers": broker.bootstrap, **broker.confluent("alice")})
+        while time.monotonic() < end:
+            producer.produce("reauth", b"x", on_delivery=lambda err, msg: err and errors.append(err))
+            assert producer.flush(10) == 0 and not errors, errors
+            sent += 1
+            time.sleep(0.05)
+        return sent
+    if client == "kafka-python":
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, **broker.kafka_python("alice"))
+        while time.monotonic() < end:
+            producer.send("reauth", b"x").get(10)
+            sent += 1
+            time.sleep(0.05)
+        producer.close()
+        return sent
+    from aiokafka import AIOKafkaProducer
+
+    async def main() -> int:
+        count = 0
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, **broker.aiokafka("alice"))
+        await producer.start()
+        try:
+            while time.monotonic() < end:
+                await producer.send_and_wait("reauth", b"x")
+                count += 1
+                await asyncio.sleep(0.05)
+        finally:
+            await producer.stop()
+        return count
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.minibroker(security="SASL_PLAINTEXT", users=USERS, security_settings={"connections.max.reauth.ms": "1500"})
+def test_sessions_are_reauthenticated_or_closed(minibroker_server, client: str) -> None:
+    """connections.max.reauth.ms=1500 while a client produces for 4 s: kafka-python and librdkafka
+    re-authenticate on their connections (KIP-368); aiokafka does not, so the broker closes its expired
+    sessions and it reconnects. Every message is acknowledged either way."""
+    assert _produce_for(client, minibroker_server, 4.0) > 10
+    outcomes = minibroker_server.authentications()
+    expired = outcomes.get(("SASL_PLAINTEXT", "PLAIN", "expired"), 0)
+    assert outcomes[("SASL_PLAINTEXT", "PLAIN", "ok")] >= 3
+    assert expired == 0 if client != "aiokafka" else expired >= 1

@@ -195,3 +195,31 @@ def test_fuzzed_sasl_frames_leave_the_broker_serving() -> None:
     assert report.witness_answers > 5
     assert report.errors == []
     assert report.left_open == 0
+
+
+def test_metadata_answers_the_listener_the_client_came_in_on(tmp_path) -> None:
+    """Two listeners with their own advertised addresses: each client hears its own listener's address; the
+    trace names the principal of each request."""
+    from broker.config.options import Listener
+    from broker.testkit import BrokerThread
+    from broker.testkit.security import SecurityKit
+
+    settings = SecurityKit("SASL_PLAINTEXT", USERS, directory=tmp_path / "kit").broker_settings()
+    listeners = [Listener("127.0.0.1", 0, "plain.example", 19092, "PLAINTEXT"),
+                 Listener("127.0.0.1", 0, "sasl.example", 19093, "SASL_PLAINTEXT")]
+    trace = tmp_path / "trace.jsonl"
+    with BrokerThread(tmp_path / "data", listeners=listeners, security_settings=settings,
+                      trace_file=str(trace)) as broker:
+        (_, plain_port), (_, sasl_port) = broker.addresses
+        with WireClient(f"127.0.0.1:{plain_port}") as plain, WireClient(f"127.0.0.1:{sasl_port}") as sasl:
+            answer = plain.request(3, 9, METADATA_V9)
+            assert [(b.host, b.port) for b in answer.brokers] == [("plain.example", 19092)]
+            assert sasl.sasl_plain("bob", "bob-pw").error_code == 0
+            answer = sasl.request(3, 9, METADATA_V9)
+            assert [(b.host, b.port) for b in answer.brokers] == [("sasl.example", 19093)]
+        broker.flush_trace()
+    import json
+
+    principals = {(line["api"], line["principal"]) for line in map(json.loads, trace.read_text().splitlines())
+                  if line["dir"] == "request"}
+    assert ("METADATA", "User:ANONYMOUS") in principals and ("METADATA", "User:bob") in principals
