@@ -62,15 +62,41 @@ class Server:
         assert self.broker is not None
         return self.metrics.render(self.broker, self.connection_count)
 
+    def _inspect(self, route: list[str], query: str) -> object:
+        """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION on the admin endpoint."""
+        from broker.testkit import introspect
+
+        if route == ["topics"]:
+            return introspect.topics(self.broker, "internal=true" in query)
+        if route == ["groups"]:
+            return introspect.groups(self.broker)
+        if route == ["transactions"]:
+            return introspect.transactions(self.broker)
+        if len(route) == 3 and route[0] == "producers" and route[2].isdigit():
+            return introspect.producers(self.broker, route[1], int(route[2]))
+        return None
+
     @property
     def connection_count(self) -> int:
         """Client connections being served now (TLS ones from the start of their handshake)."""
         return len(self._connections) + self._handshakes
 
     async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
-        self.broker = Broker(self.config, version_profile(self.config.kafka_version))
-        # Checked before anything starts: a listener's bad key store or JAAS config stops the broker here.
-        securities = self._listener_securities()
+        cluster = None
+        if self.config.cluster_mode:
+            # A broker of a ZooKeeper-mode cluster: its id and the cluster id come from ZooKeeper first.
+            from broker.cluster.zk_cluster import ZkCluster
+
+            cluster = await ZkCluster.connect(self.config)
+        try:
+            self.broker = Broker(self.config, version_profile(self.config.kafka_version, cluster=cluster is not None),
+                                 cluster)
+            # Checked before anything starts: a listener's bad key store or JAAS config stops the broker here.
+            securities = self._listener_securities()
+        except BaseException:
+            if cluster is not None:
+                await cluster.aclose()
+            raise
         try:
             async with trio.open_nursery() as nursery:
                 await self.broker.run(nursery)
@@ -82,12 +108,18 @@ class Server:
 
                     host, port = parse_host_port(self.config.admin_listen, default_port=0)
                     self.admin_address = await nursery.start(serve, host, port, self.faults, self.broker.now_ms,
-                                                             self.render_metrics)
+                                                             self.render_metrics, self._inspect)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery, securities)
+                    if cluster is not None:
+                        # Registered once the listeners are bound: the registration names their ports.
+                        await nursery.start(cluster.run, self._registered_endpoints())
                     task_status.started(self)
                     nursery.start_soon(self._start_coordinators)
                     await self._shutdown.wait()
+                    if cluster is not None:
+                        with trio.move_on_after(self.config.shutdown_timeout_ms / 1000 * 3):
+                            await cluster.controlled_shutdown()
                     log.info("shutting down: no new connections, finishing in-flight requests")
                     for scope in accept_scopes:
                         scope.cancel()
@@ -97,12 +129,29 @@ class Server:
                         self.config.shutdown_timeout_ms / 1000
                 nursery.cancel_scope.cancel()
         finally:
+            if cluster is not None:
+                await cluster.aclose()
             if self.tracer is not None:
                 self.tracer.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self.broker.close)
             self.stopped.set()
             log.info("broker stopped")
+
+    def _registered_endpoints(self) -> list:
+        """The endpoints this broker registers in ZooKeeper: each listener's advertised address, by name."""
+        from zk.znodes import Endpoint as ZkEndpoint
+
+        out = []
+        seen = set()
+        for endpoint in self.broker.endpoints:
+            listener = self.config.listeners[endpoint.listener]
+            if listener.name in seen:
+                continue  # one address per listener name (localhost binds IPv4 and IPv6 on one port)
+            seen.add(listener.name)
+            protocol = self.config.listener_protocol(listener)  # listener.security.protocol.map
+            out.append(ZkEndpoint(listener.name, endpoint.host, endpoint.port, protocol))
+        return out
 
     async def _flush_trace(self) -> None:
         assert self.tracer is not None
