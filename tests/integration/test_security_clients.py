@@ -300,3 +300,69 @@ def test_sessions_are_reauthenticated_or_closed(minibroker_server, client: str) 
     expired = outcomes.get(("SASL_PLAINTEXT", "PLAIN", "expired"), 0)
     assert outcomes[("SASL_PLAINTEXT", "PLAIN", "ok")] >= 3
     assert expired == 0 if client != "aiokafka" else expired >= 1
+
+
+# -- OAUTHBEARER with signed JWTs checked against a JWKS served over HTTP ---------------------------------------
+
+@pytest.fixture
+def jwks_server(tmp_path):  # noqa: ANN201
+    """An RSA key and an HTTP server publishing its JWKS (what an identity provider's jwks_uri serves)."""
+    import functools
+    import http.server
+    import json
+    import threading
+
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update(kid="idp-1", use="sig", alg="RS256")
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [jwk]}))
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield key, f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+    server.shutdown()
+
+
+def _signed_token(key, subject: str, **claims) -> str:  # noqa: ANN001
+    import jwt
+
+    now = int(time.time())
+    return jwt.encode({"sub": subject, "iat": now, "exp": now + 600, "aud": "kafka", **claims}, key,
+                      algorithm="RS256", headers={"kid": "idp-1"})
+
+
+def test_oauthbearer_jwt_from_a_jwks_url(jwks_server, tmp_path) -> None:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from broker.testkit import BrokerThread
+
+    key, url = jwks_server
+    settings = {"sasl.oauthbearer.jwks.endpoint.url": url, "sasl.oauthbearer.expected.audience": "kafka"}
+    with BrokerThread(tmp_path / "data", security="SASL_PLAINTEXT", sasl_mechanisms=("OAUTHBEARER",),
+                      security_settings=settings) as broker:
+        from confluent_kafka import Producer
+
+        def oauth_cb(token: str):  # noqa: ANN202
+            return lambda _config: (token, time.time() + 600)
+
+        base = {"bootstrap.servers": broker.bootstrap, "security.protocol": "sasl_plaintext",
+                "sasl.mechanisms": "OAUTHBEARER"}
+        producer = Producer({**base, "oauth_cb": oauth_cb(_signed_token(key, "svc-billing"))})
+        producer.produce("jwt", b"signed")
+        assert producer.flush(30) == 0
+        assert broker.principals_seen().keys() == {"User:svc-billing"}
+        # A token signed by another key, and one for another audience: refused.
+        stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        for token in (_signed_token(stranger, "mallory"), _signed_token(key, "svc-billing", aud="other")):
+            assert confluent_refused(broker.bootstrap, {"security.protocol": "sasl_plaintext",
+                                                        "sasl.mechanisms": "OAUTHBEARER",
+                                                        "oauth_cb": oauth_cb(token)})
+        assert broker.authentications()[("SASL_PLAINTEXT", "OAUTHBEARER", "failed")] >= 2
+        assert broker.principals_seen().keys() == {"User:svc-billing"}

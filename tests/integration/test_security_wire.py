@@ -223,3 +223,22 @@ def test_metadata_answers_the_listener_the_client_came_in_on(tmp_path) -> None:
     principals = {(line["api"], line["principal"]) for line in map(json.loads, trace.read_text().splitlines())
                   if line["dir"] == "request"}
     assert ("METADATA", "User:ANONYMOUS") in principals and ("METADATA", "User:bob") in principals
+
+
+@pytest.mark.minibroker(security="SSL", users={"carol": ""}, client_auth="required")
+def test_expired_client_certificate_is_refused(minibroker_server, tmp_path, caplog) -> None:
+    import datetime
+
+    kit = minibroker_server.security
+    expired = kit._ca.issue_cert("carol.client", common_name="carol",
+                                 not_before=datetime.datetime(2020, 1, 1), not_after=datetime.datetime(2021, 1, 1))
+    expired.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "expired.pem"))
+    context = ssl.create_default_context(cafile=str(kit.ca_file))
+    context.load_cert_chain(str(tmp_path / "expired.pem"))
+    host, port = minibroker_server.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            with context.wrap_socket(raw, server_hostname="localhost") as tls:
+                api_versions_round_trip(tls)  # TLS 1.3: the refusal shows at the first read
+    assert "certificate has expired" in " ".join(r.getMessage() for r in caplog.records)
+    assert minibroker_server.principals_seen() == {}
