@@ -135,7 +135,26 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         trio.run(_serve, config)
-    except OSError as exc:
-        print(f"minibroker: {exc}", file=sys.stderr)
+    except BaseException as exc:  # noqa: BLE001 - a reason to refuse to start is told, not traced
+        reason = _startup_error(exc)
+        if reason is None:
+            raise
+        print(f"minibroker: {reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def _startup_error(exc: BaseException) -> str | None:
+    """The message of an error that stops a broker from starting (a port in use, a broker id another live broker
+    holds, ZooKeeper out of reach, a data dir of another cluster), looked for inside trio's exception groups."""
+    from zk.errors import ZooKeeperError
+
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _startup_error(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, (OSError, ValueError, ZooKeeperError)):
+        return str(exc)
+    return None
