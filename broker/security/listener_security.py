@@ -132,6 +132,7 @@ class ListenerSecurity:
     sasl: SaslMechanisms | None = None
     failed_authentication_delay_ms: int = 100
     handshake_timeout_ms: int = 10_000
+    sasl_max_receive_size: int = 524_288  # the largest frame before authentication (Kafka's default)
 
 
 def jaas_modules(settings: ListenerSettings, mechanism: str) -> list[LoginModule]:
@@ -194,7 +195,8 @@ def build_listener_security(name: str, protocol: SecurityProtocol, values: Mappi
     out = ListenerSecurity(name, protocol,
                            failed_authentication_delay_ms=_int(settings, "connection.failed.authentication.delay.ms",
                                                                100),
-                           handshake_timeout_ms=_int(settings, "ssl.handshake.timeout.ms", 10_000))
+                           handshake_timeout_ms=_int(settings, "ssl.handshake.timeout.ms", 10_000),
+                           sasl_max_receive_size=_int(settings, "sasl.server.max.receive.size", 524_288))
     if protocol.uses_ssl:
         tls = SslSettings.from_lookup(settings.get)
         out.ssl_context = server_context(tls)

@@ -110,6 +110,10 @@ class Connection:
             from broker.security.authenticator import SaslAuthenticator
 
             self._sasl = SaslAuthenticator(security.sasl)
+        # The largest frame taken: socket.request.max.bytes, and before a SASL authentication completes
+        # sasl.server.max.receive.size (Kafka's bound on what an unauthenticated client can make it buffer).
+        self.max_frame = broker.config.socket_request_max_bytes if self._sasl is None else \
+            min(broker.config.socket_request_max_bytes, security.sasl_max_receive_size)
         self.read_scope = trio.CancelScope()
         self._fd = self._socket_fd()
         self._slots: deque[_Slot] = deque()  # unanswered or unsent requests, oldest first
@@ -162,7 +166,6 @@ class Connection:
             self._progress = None
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
-        max_frame = self.broker.config.socket_request_max_bytes
         idle_s = self.broker.config.connections_max_idle_ms / 1000
         sock = self.stream.socket
         buf = bytearray()
@@ -170,9 +173,10 @@ class Connection:
         while True:
             while len(buf) >= 4:
                 (size,) = _SIZE.unpack_from(buf)
-                if size < 0 or size > max_frame:
-                    log.warning("closing %s: frame of %d bytes exceeds socket.request.max.bytes %d",
-                                self.peer, size, max_frame)
+                if size < 0 or size > self.max_frame:
+                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, size,
+                                "socket.request.max.bytes" if self._sasl is None or self._sasl.authenticated
+                                else "sasl.server.max.receive.size", self.max_frame)
                     return
                 if len(buf) < 4 + size:
                     if size < DIRECT_READ_MIN:
@@ -396,6 +400,7 @@ class Connection:
             self._count_authentication("failed")
         elif sasl.authenticated:
             self.principal = sasl.principal
+            self.max_frame = self.broker.config.socket_request_max_bytes
             lifetime = f", session {answer.session_lifetime_ms} ms" if answer.session_lifetime_ms else ""
             log.info("%s authenticated as %s with %s%s", self.peer, self.principal, mechanism, lifetime)
             self._count_authentication("ok")
@@ -633,16 +638,16 @@ class TlsConnection(Connection):
         await trio.aclose_forcefully(self.stream)
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
-        max_frame = self.broker.config.socket_request_max_bytes
         idle_s = self.broker.config.connections_max_idle_ms / 1000
         buf = bytearray()
         started = 0
         while True:
             while len(buf) >= 4:
                 (size,) = _SIZE.unpack_from(buf)
-                if size < 0 or size > max_frame:
-                    log.warning("closing %s: frame of %d bytes exceeds socket.request.max.bytes %d",
-                                self.peer, size, max_frame)
+                if size < 0 or size > self.max_frame:
+                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, size,
+                                "socket.request.max.bytes" if self._sasl is None or self._sasl.authenticated
+                                else "sasl.server.max.receive.size", self.max_frame)
                     return
                 if len(buf) < 4 + size:
                     break

@@ -242,3 +242,18 @@ def test_expired_client_certificate_is_refused(minibroker_server, tmp_path, capl
                 api_versions_round_trip(tls)  # TLS 1.3: the refusal shows at the first read
     assert "certificate has expired" in " ".join(r.getMessage() for r in caplog.records)
     assert minibroker_server.principals_seen() == {}
+
+
+@SASL
+def test_large_frames_before_authentication_are_refused(minibroker_server) -> None:
+    """sasl.server.max.receive.size (512 KiB): an unauthenticated client cannot make the broker buffer more;
+    once authenticated, socket.request.max.bytes applies."""
+    big = b"\x00alice\x00" + b"x" * (600 * 1024)
+    with WireClient(minibroker_server.bootstrap) as client:
+        assert client.request(17, 1, {"mechanism": "PLAIN"}).error_code == 0
+        client.sock.sendall(struct.pack(">i", len(big) + 100) + b"\x00" * 4096)
+        assert closed(client)
+    with WireClient(minibroker_server.bootstrap) as client:
+        assert client.sasl_plain("alice", "alice-pw").error_code == 0
+        answer = client.request(36, 2, {"auth_bytes": big})  # a large (if pointless) request is read now
+        assert answer.error_code == 34
