@@ -30,6 +30,7 @@ import trio
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.cluster.controller import Controller, ControllerSettings, Resigned
 from broker.config.options import BrokerConfig
+from broker.security.client_side import inter_broker_security
 from broker.services.single_node import CreatedTopic, Node
 from broker.services.topics import INTERNAL_TOPICS, PartitionMetadata, Topic, TopicError, TopicManager
 from protocol.header import ApiKey, ErrorCode
@@ -75,6 +76,9 @@ class ZkCluster:
         self._pending_creations: set[str] = set()
         self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
         self.on_topics_deleted: list[Any] = []  # callbacks(names): topics gone from the cluster
+        # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
+        security = inter_broker_security(config)
+        self.client_security = security if security.ssl_context is not None or security.mechanism else None
         self._nursery: trio.Nursery | None = None
 
     # -- start ------------------------------------------------------------------------------------------------
@@ -190,7 +194,7 @@ class ZkCluster:
             rebalance_interval_s=self.config.leader_imbalance_check_interval_seconds,
             imbalance_percentage=self.config.leader_imbalance_per_broker_percentage,
             request_timeout_s=self.config.controller_socket_timeout_ms / 1000)
-        controller = Controller(self.zk, settings, epoch, epoch_zk_version)
+        controller = Controller(self.zk, settings, epoch, epoch_zk_version, self.client_security)
         self.controller = controller
         self.controller_id = self.node_id
         watch, moved = trio.open_memory_channel[Any](math.inf)
@@ -221,8 +225,8 @@ class ZkCluster:
 
     @property
     def inter_broker_listener(self) -> str:
-        name = getattr(self.config, "inter_broker_listener_name", None)
-        return name or self.config.listeners[0].name
+        """inter.broker.listener.name, or Kafka's rule (the listener of security.inter.broker.protocol)."""
+        return self.config.inter_broker_listener().name
 
     # -- the metadata cache -------------------------------------------------------------------------------------
     def stale_controller(self, controller_epoch: int) -> bool:
@@ -517,7 +521,8 @@ class ZkCluster:
                 log.info("controlled shutdown: no controller known")
                 return
             client = BrokerClient(f"controller {controller}", *address, client_id=f"broker-{self.node_id}",
-                                  timeout=self.config.controller_socket_timeout_ms / 1000)
+                                  timeout=self.config.controller_socket_timeout_ms / 1000,
+                                  security=self.client_security)
             try:
                 response = await client.request(ApiKey.CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION,
                                                  {"broker_id": self.node_id, "broker_epoch": self.broker_epoch})
