@@ -357,11 +357,20 @@ class ReplicaManager:
         client = BrokerClient(f"controller {controller}", *address, client_id=f"broker-{self.node_id}",
                               timeout=self.config.controller_socket_timeout_ms / 1000,
                               security=self.cluster.client_security)
+        response = None
         try:
-            response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+            # Given up as soon as another controller is known (a controller that stalls does not answer).
+            async with trio.open_nursery() as nursery:
+                async def moved() -> None:
+                    while self.cluster.controller_id == controller:
+                        await self.cluster.metadata_changed.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(moved)
+                response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+                nursery.cancel_scope.cancel()
         except BrokerUnavailable as exc:
             log.warning("AlterPartition to the controller failed: %s", exc)
-            response = None
         finally:
             await client.aclose()
         for state, _ in changes:

@@ -389,3 +389,100 @@ def test_transactional_batches_are_verified_by_a_coordinator_on_another_broker(m
                                   "v3_and_below_topics": [{"name": topic_name, "partitions": [partition]}]})
         assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
     assert produce() == 0
+
+
+def test_a_returning_leader_truncates_what_only_it_had(minibroker_cluster, topic_name):
+    """KIP-101/279: the leader appends with acks=1 while its followers cannot fetch, then dies; a follower
+    from the ISR leads (a new leader epoch) and takes new writes; the old leader comes back as a follower,
+    truncates its own unreplicated tail at the end of its last epoch in the new leader's log (by leader
+    epoch, not by high watermark), and ends with the new leader's log."""
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    cluster.wait_isr(topic_name, 0, 3)
+    _produce(cluster.bootstrap, topic_name, [(0, b"replicated-%d" % i) for i in range(10)])
+    old = cluster.leader(topic_name, 0)
+    # Followers' fetches wait 20 s on the leader: what it appends now only it has.
+    cluster.broker(old).inject("delay", api="FETCH", delay_ms=20_000, count=None)
+    time.sleep(1)  # let the followers' fetches in flight return first
+    one = Producer({"bootstrap.servers": cluster.broker(old).bootstrap, "acks": 1})
+    for i in range(5):
+        one.produce(topic_name, b"only-on-old-%d" % i, partition=0)
+    assert one.flush(30) == 0
+    assert cluster.broker(old).topics()[topic_name]["partitions"][0]["log_end_offset"] == 15
+    cluster.kill_broker(old)
+    new = cluster.wait_leader(topic_name, 0, not_broker=old)
+    _produce(cluster.bootstrap, topic_name, [(0, b"after-%d" % i) for i in range(3)])
+    cluster.start_broker(old)
+    cluster.wait_isr(topic_name, 0, 3)
+
+    def ends() -> set[int] | None:
+        found = {cluster.broker(b).topics()[topic_name]["partitions"][0].get("log_end_offset") for b in (1, 2, 3)}
+        return found if len(found) == 1 else None
+
+    assert cluster.wait_until(ends, 60, "the same log end on every replica") == {13}
+    got = _consume(cluster.broker(new).bootstrap, topic_name, [0], 13)
+    assert [v for _, _, v in got] == [b"replicated-%d" % i for i in range(10)] + [b"after-%d" % i for i in range(3)]
+
+
+@pytest.mark.minibroker_cluster(args=["--override", "replica.lag.time.max.ms=3000"])
+def test_a_stalled_follower_leaves_the_isr_and_rejoins(minibroker_cluster, topic_name):
+    import os
+    import signal
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    cluster.wait_isr(topic_name, 0, 3)
+    leader = cluster.leader(topic_name, 0)
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    process = cluster.broker(follower).proc
+    os.kill(process.pid, signal.SIGSTOP)  # alive for ZooKeeper a while longer, but not fetching
+    try:
+        isr = cluster.wait_isr(topic_name, 0, 2, timeout=30)
+        assert follower not in isr
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    assert sorted(cluster.wait_isr(topic_name, 0, 3, timeout=60)) == [1, 2, 3]
+
+
+def test_aiokafka_across_the_cluster(minibroker_cluster, topic_name):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka import TopicPartition as AioTopicPartition
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=2)
+
+    async def main() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+        await producer.start()
+        try:
+            for i in range(30):
+                await producer.send_and_wait(topic_name, b"aio-%d" % i, partition=i % 3)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([AioTopicPartition(topic_name, p) for p in range(3)])
+            await consumer.seek_to_beginning()
+            got: list[bytes] = []
+            while len(got) < 30:
+                batch = await consumer.getmany(timeout_ms=1000)
+                got += [m.value for msgs in batch.values() for m in msgs]
+            return got
+        finally:
+            await consumer.stop()
+
+    assert sorted(asyncio.run(main())) == sorted(b"aio-%d" % i for i in range(30))
+
+
+def test_a_broker_id_already_registered_is_refused(minibroker_cluster, tmp_path):
+    import subprocess
+    import sys
+
+    answer = subprocess.run([sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--data-dir",
+                             str(tmp_path / "twin"), "--zookeeper", minibroker_cluster.zookeeper, "--broker-id", "2"],
+                            capture_output=True, text=True, timeout=60)
+    assert answer.returncode == 1
+    assert "broker id 2 is already registered in ZooKeeper by another broker" in answer.stderr
