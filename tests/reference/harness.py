@@ -51,7 +51,9 @@ IDENTITIES = {
     "topic_id": "topic", "producer_id": "producer", "member_id": "member", "leader": "member-or-node",
     "coordinator_key": None,
 }
-# Lists whose order carries no meaning: sorted by the first of these fields their elements have.
+# Lists whose order carries no meaning: sorted by the first of these fields their elements have. Synonyms
+# are in precedence order: compared as they come.
+ORDERED = {"synonyms"}
 SORT_KEYS = ("api_key", "name", "topic", "topic_name", "partition_index", "partition", "index", "resource_name",
              "group_id", "transactional_id", "member_id", "broker_id", "node_id", "key")
 NONE = {-1, None, "", "00000000-0000-0000-0000-000000000000"}
@@ -286,11 +288,13 @@ class _Identities:
 
 
 def _sort_key(items: list[Any]) -> str | None:
+    """The field unordered lists are sorted by: the first of SORT_KEYS that every element has, with no two
+    elements sharing a value (a list with repeats, such as synonyms in precedence order, keeps its order)."""
     if not items or not all(isinstance(i, dict) for i in items):
         return None
     for key in SORT_KEYS:
         if all(key in i and isinstance(i[key], int | str) for i in items):
-            return key
+            return key if len({i[key] for i in items}) == len(items) else None
     return None
 
 
@@ -298,6 +302,8 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
     """What is compared: LEGITIMATE fields as present/absent, IDENTITIES as first-seen names, unordered
     lists sorted."""
     ids = ids or _Identities()
+    if key == "error_message" and value == "":
+        value = None  # some answers say "" where others say null: clients read both as "no message"
     if key in LEGITIMATE:
         if isinstance(value, int) and not isinstance(value, bool) and key not in ("port", "throttle_time_ms"):
             return value if value < 0 else "<set>"
@@ -313,7 +319,7 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
     if isinstance(value, dict):
         return {k: normalize(v, ids, k) for k, v in value.items()}
     if isinstance(value, list):
-        sort_by = _sort_key(value)
+        sort_by = None if key in ORDERED else _sort_key(value)
         items = sorted(value, key=lambda i: (str(type(i[sort_by])), i[sort_by])) if sort_by else value
         return [normalize(v, ids, None) for v in items]
     return value

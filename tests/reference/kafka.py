@@ -37,7 +37,6 @@ BASE_CONFIG = {
     "group.initial.rebalance.delay.ms": "0",
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
-    "log.flush.interval.messages": str(2**63 - 1),
 }
 
 
