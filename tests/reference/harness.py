@@ -450,7 +450,7 @@ def run(scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any
 def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
     """BrokerThread keyword arguments for a scenario: the release's version profile and the scenario's
     broker settings by Kafka's names (every one must be a minibroker option: both brokers get it)."""
-    from broker.config import OPTIONS_BY_NAME, convert_option
+    from broker.config.options import OPTIONS_BY_NAME, convert_option
 
     settings: dict[str, Any] = {"kafka_version": release, "fsync": "none"}
     for name, value in config.items():
@@ -462,7 +462,7 @@ def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
 
 
 def run_on_minibroker(scenario: Scenario, release: str, data_dir: Path) -> list[Exchange]:
-    from broker.testing import BrokerThread
+    from broker.testkit import BrokerThread
 
     broker = BrokerThread(data_dir, **minibroker_settings(release, scenario.config)).start()
     try:

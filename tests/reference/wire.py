@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from protocol import primitives as p
-from protocol.header import RequestHeader, encode_request_header, response_header_version
-from protocol.schema import MessageSpec, message, request_spec
+from protocol.header import RequestHeader, encode_request_header, request_spec, response_header_version
+from protocol.schema import MessageSpec, message
 
 CLIENT_ID = "reference-harness"
 

@@ -16,7 +16,7 @@ def served_view(release: str, step: str, answer: Any) -> Any:
     """Kafka's ApiVersions answer cut to what minibroker serves: APIs it does not serve left out, each range
     cut to the versions it serves (Produce keeps advertising v0, KAFKA-18659), features it does not offer
     left out."""
-    from broker.dispatch import table
+    from broker.server.dispatch import table
 
     if not isinstance(answer, dict) or "api_keys" not in answer:
         return answer
