@@ -73,17 +73,16 @@ RELEASE_API_VERSIONS: dict[str, dict[int, tuple[int, int]]] = {
     },
 }
 
-# metadata.version (KIP-778) a freshly formatted cluster of each release finalizes: its latest production
-# level (MetadataVersion.LATEST_PRODUCTION), and the lowest level its brokers support.
+# metadata.version (KIP-778) a freshly formatted KRaft cluster of each 4.x release finalizes: its latest
+# production level (MetadataVersion.LATEST_PRODUCTION), and the lowest level its brokers support. The 3.x
+# profiles are ZooKeeper-mode brokers, which advertise and finalize no features at all (recorded from Kafka
+# 3.9 in ZooKeeper mode: tests/reference/recorded/3.9/api_versions.json).
 METADATA_VERSION: dict[str, tuple[int, int]] = {
-    "3.7": (1, 19),  # 3.0-IV1 .. 3.7-IV4
-    "3.8": (1, 20),  # .. 3.8-IV0
-    "3.9": (1, 21),  # .. 3.9-IV0
     "4.0": (7, 25),  # 3.3-IV3 .. 4.0-IV3 (4.0 dropped the levels below 3.3-IV3)
     "4.1": (7, 27),  # .. 4.1-IV1
 }
-# kraft.version (KIP-853) exists from 3.9; a single-node cluster stays at 0.
-KRAFT_VERSION_SINCE = "3.9"
+# kraft.version (KIP-853): 0..1 on every 4.x broker; a single-node cluster stays at level 0 (not finalized).
+KRAFT_VERSION = (0, 1)
 
 # The default: the last release that runs with ZooKeeper, as minibroker does (Kafka 4 removed it), and
 # what the client suites assume unless told otherwise.
@@ -103,22 +102,28 @@ class VersionProfile:
         lo_hi = self.accepted.get(api_key)
         return lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]
 
+    def since(self, release: str) -> bool:
+        """Whether the profile's release is `release` or newer: for answers that changed in a release."""
+        return release_key(self.release) >= release_key(release)
+
 
 def _features(release: str) -> dict[str, Any]:
+    if release not in METADATA_VERSION:  # a ZooKeeper-mode (3.x) broker
+        return {"supported_features": [], "finalized_features_epoch": 0, "finalized_features": []}
     lo, hi = METADATA_VERSION[release]
-    supported = [{"name": "metadata.version", "min_version": lo, "max_version": hi}]
-    if _release_key(release) >= _release_key(KRAFT_VERSION_SINCE):
-        supported.append({"name": "kraft.version", "min_version": 0, "max_version": 1})
+    supported = [{"name": "metadata.version", "min_version": lo, "max_version": hi},
+                 {"name": "kraft.version", "min_version": KRAFT_VERSION[0], "max_version": KRAFT_VERSION[1]}]
     return {"supported_features": supported, "finalized_features_epoch": 1,
             "finalized_features": [{"name": "metadata.version", "max_version_level": hi, "min_version_level": hi}]}
 
 
-def _release_key(release: str) -> tuple[int, ...]:
+def release_key(release: str) -> tuple[int, ...]:
+    """"4.1" -> (4, 1): releases in order."""
     return tuple(int(part) for part in release.split("."))
 
 
 def releases() -> list[str]:
-    return sorted(RELEASE_API_VERSIONS, key=_release_key)
+    return sorted(RELEASE_API_VERSIONS, key=release_key)
 
 
 def check_release(kafka_version: str) -> str:

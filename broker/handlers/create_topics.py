@@ -6,7 +6,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from broker.config.topic import TOPIC_CONFIGS
+from broker.config.topic import topic_configs
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized_names, cluster_authorized
 from broker.services.topics import TopicError
@@ -20,13 +20,13 @@ DEFAULT_CONFIG = 5
 
 def _result(name: str, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"name": name, "topic_id": ZERO_UUID, "error_code": error, "error_message": message,
-            "num_partitions": -1, "replication_factor": -1, "configs": None}
+            "num_partitions": -1, "replication_factor": -1, "configs": []}
 
 
 def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, Any]]:
     values = ctx.broker.topics.config
     out = []
-    for name, definition in TOPIC_CONFIGS.items():
+    for name, definition in topic_configs(values.kafka_version).items():
         out.append({"name": name, "value": overrides.get(name, definition.default(values)),
                     "read_only": False,
                     "config_source": DYNAMIC_TOPIC_CONFIG if name in overrides else DEFAULT_CONFIG,

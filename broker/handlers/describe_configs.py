@@ -17,7 +17,7 @@ from broker.config.dynamic import (
     listeners_value,
 )
 from broker.config.options import OPTIONS, BrokerConfig
-from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
+from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, config_type, topic_configs
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, config_resource_error
 from protocol.header import ErrorCode
@@ -31,6 +31,30 @@ DEFAULT_CONFIG = 5
 
 _DEFAULTS = BrokerConfig()
 _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
+# Broker settings whose Kafka default is null: the coarser setting decides (log.retention.hours,
+# log.roll.hours, ...). Unset, they are described with no value and list no default synonym.
+NULL_DEFAULTS = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms", "log.roll.jitter.ms"}
+# Kafka's config types of the broker options whose Python type does not say (DescribeConfigs v3+).
+_LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
+                 "log.cleaner.backoff.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+                 "log.cleaner.max.compaction.lag.ms", "connections.max.idle.ms",
+                 "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
+                 "controlled.shutdown.timeout.ms", "zookeeper.session.timeout.ms"}
+_LIST_OPTIONS = {"log.cleanup.policy"}
+# Listeners are described as a STRING up to Kafka 4.1 and as a LIST by 4.4 (recorded from both).
+LISTENERS_LIST_SINCE = "4.4"
+# Settings minibroker has without an option to change them, described with Kafka's defaults (what this
+# broker does): name -> (value, config type, read-only).
+FIXED = {
+    "compression.type": ("producer", STRING, False),  # batches are stored as produced
+    "delete.topic.enable": ("true", BOOLEAN, True),
+    "log.retention.hours": ("168", INT, True),  # log.retention.ms decides when set
+    "log.roll.hours": ("168", INT, True),
+    "min.insync.replicas": ("1", INT, False),  # a single broker
+    "unclean.leader.election.enable": ("false", BOOLEAN, False),
+}
+# Kafka 4 clusters are formatted with a cluster-wide min.insync.replicas (KIP-966's ELR), a dynamic default.
+FORMATTED_DEFAULTS_SINCE = ("4.0", {"min.insync.replicas": "1"})
 
 
 def _text(value: Any) -> str | None:
@@ -46,7 +70,10 @@ def _static_and_default(name: str, static: BrokerConfig) -> tuple[str | None, st
         return (listeners_value(static.listeners, advertised=advertised),
                 None if advertised else listeners_value(_DEFAULTS.listeners, advertised=False))
     attr = _BROKER_OPTIONS[name].attr
-    return _text(getattr(static, attr)), _text(getattr(_DEFAULTS, attr))
+    static_value, default = _text(getattr(static, attr)), _text(getattr(_DEFAULTS, attr))
+    if name in NULL_DEFAULTS:  # Kafka's default is null: unset, the setting has no value
+        return (None if static_value == default else static_value), None
+    return static_value, default
 
 
 def broker_chain(dynamic: DynamicConfigs, name: str, static_value: str | None, default_value: str | None
@@ -71,51 +98,77 @@ def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms:
             "synonyms": synonyms if version >= 1 else [], "config_type": kind, "documentation": None}
 
 
+def _formatted_defaults(ctx: RequestContext) -> dict[str, str]:
+    release, values = FORMATTED_DEFAULTS_SINCE
+    return values if ctx.broker.versions.since(release) else {}
+
+
 def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str] | None, synonyms: bool,
                    version: int) -> list[dict[str, Any]]:
+    """Kafka's synonyms of a topic config: its override, then its broker synonym at each level that sets
+    it; none for configs without a broker synonym, and no default for one whose Kafka default is null."""
     config, dynamic = ctx.broker.config, ctx.broker.dynamic
+    formatted = _formatted_defaults(ctx)
     out = []
-    for name, definition in TOPIC_CONFIGS.items():
+    for name, definition in topic_configs(config.kafka_version).items():
         if keys is not None and name not in keys:
             continue
         chain: list[dict[str, Any]] = []
         if name in overrides:
             chain.append({"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         broker_name = definition.broker_synonym
+        default = definition.default(config)
         if broker_name in _BROKER_OPTIONS:
-            chain += broker_chain(dynamic, broker_name, definition.default(dynamic.static),
-                                  definition.default(_DEFAULTS))
-        else:
-            chain.append({"name": broker_name or name, "value": definition.default(config),
-                          "source": DEFAULT_CONFIG})
-        top = chain[0]
+            static_default = None if broker_name in NULL_DEFAULTS else definition.default(_DEFAULTS)
+            static = definition.default(dynamic.static)
+            chain += broker_chain(dynamic, broker_name, static if static != definition.default(_DEFAULTS) else
+                                  static_default, static_default)
+        elif broker_name is not None and broker_name not in NULL_DEFAULTS:
+            if broker_name in formatted:
+                chain.append({"name": broker_name, "value": formatted[broker_name],
+                              "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
+            chain.append({"name": broker_name, "value": default, "source": DEFAULT_CONFIG})
+        top = chain[0] if chain else {"value": default, "source": DEFAULT_CONFIG}
         out.append(_entry(name, top["value"], top["source"], False, chain if synonyms else [],
                           config_type(definition.check), version))
     return out
 
 
-def _kind(name: str) -> int:
+def _kind(name: str, versions: Any = None) -> int:
     if name in ("listeners", "advertised.listeners"):
+        return LIST if versions is not None and versions.since(LISTENERS_LIST_SINCE) else STRING
+    if name in _LIST_OPTIONS:
         return LIST
     if name in INERT:
         return INERT[name][1]
+    if name in FIXED:
+        return FIXED[name][1]
     option = _BROKER_OPTIONS[name]
     return BOOLEAN if option.kind is bool else STRING if option.kind in (str, Path) else \
-        DOUBLE if option.kind is float else LONG if name.endswith(".ms") else INT
+        DOUBLE if option.kind is float else LONG if name in _LONG_OPTIONS else INT
 
 
 def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int) -> list[dict]:
     dynamic = ctx.broker.dynamic
+    formatted = _formatted_defaults(ctx)
     out = []
     inert_set = sorted(n for n in INERT if dynamic.dynamic_value(n) is not None)
-    for name in ("listeners", "advertised.listeners", *_BROKER_OPTIONS, *inert_set):
+    for name in ("listeners", "advertised.listeners", *_BROKER_OPTIONS, *inert_set, *FIXED):
         if keys is not None and name not in keys:
+            continue
+        if name in FIXED:
+            value, _kind_, read_only = FIXED[name]
+            chain = [{"name": name, "value": value, "source": DEFAULT_CONFIG}]
+            if name in formatted:
+                chain.insert(0, {"name": name, "value": formatted[name], "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
+            out.append(_entry(name, chain[0]["value"], chain[0]["source"], read_only, chain if synonyms else [],
+                              _kind(name), version))
             continue
         static_and_default = (None, None) if name in INERT else _static_and_default(name, dynamic.static)
         chain = broker_chain(dynamic, name, *static_and_default)
         value, source = (chain[0]["value"], chain[0]["source"]) if chain else (None, DEFAULT_CONFIG)
         out.append(_entry(name, value, source, name not in RECONFIGURABLE, chain if synonyms else [],
-                          _kind(name), version))
+                          _kind(name, ctx.broker.versions), version))
     return out
 
 
@@ -127,7 +180,7 @@ def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms:
         if keys is None or name in keys:
             chain = [{"name": name, "value": value, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}]
             out.append(_entry(name, value, DYNAMIC_DEFAULT_BROKER_CONFIG, False, chain if synonyms else [],
-                              _kind(name), version))
+                              _kind(name, ctx.broker.versions), version))
     return out
 
 

@@ -19,10 +19,20 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 LEADER_EPOCH = 0  # a single broker that has always been the leader
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 NOT_FOUND = (-1, -1, -1)
+# The special (negative) timestamps and the request version each needs (ReplicaManager's
+# timestampMinSupportedVersion): any other negative timestamp, or one sent in an older version, gets
+# UNSUPPORTED_VERSION.
+SPECIAL_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                 EARLIEST_PENDING_UPLOAD: 11}
+
+
+def _error(index: int, error: ErrorCode) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "timestamp": -1, "offset": -1, "leader_epoch": -1}
 
 
 def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
@@ -47,28 +57,36 @@ def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.broker.topics
-    read_committed = (ctx.header.api_version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
+    version = ctx.header.api_version
+    read_committed = (version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
                       and req.isolation_level == READ_COMMITTED)
     describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
+    asked = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    duplicates = {tp for tp in asked if asked.count(tp) > 1} if len(asked) != len(set(asked)) else set()
+    # Kafka 4 answers a partition asked twice once (its answers are keyed by partition); 3.x once per ask.
+    once = ctx.broker.versions.since("4.0")
     out = []
     for t in req.topics:
         topic = topics.get(t.name)
         partitions = []
+        answered: set[int] = set()
         for p in t.partitions:
             if t.name not in describable:
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                partitions.append(_error(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
+            if (t.name, p.partition_index) in duplicates:
+                if not (once and p.partition_index in answered):
+                    partitions.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
+                answered.add(p.partition_index)
+                continue
+            if p.timestamp < 0 and version < SPECIAL_SINCE.get(p.timestamp, version + 1):
+                partitions.append(_error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
                 continue
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                partitions.append(_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             if p.current_leader_epoch > LEADER_EPOCH:
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.UNKNOWN_LEADER_EPOCH,
-                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                partitions.append(_error(p.partition_index, ErrorCode.UNKNOWN_LEADER_EPOCH))
                 continue
             partition = topic.partitions[p.partition_index]
             log = partition.log

@@ -120,8 +120,7 @@ def test_api_versions_unknown_version_gets_v0_error(minibroker, witness):
     assert (corr, error) == (42, 35)  # UNSUPPORTED_VERSION, answered with v0 and header v0
     keys = {struct.unpack_from(">hhh", resp, 10 + 6 * i)[0]: struct.unpack_from(">hhh", resp, 10 + 6 * i)[1:]
             for i in range(count)}
-    assert keys[API_VERSIONS] == (0, 4)
-    assert keys[PRODUCE] == (0, 11)
+    assert keys == {API_VERSIONS: (0, 4)}  # only ApiVersions' own range, as Kafka answers
     _api_versions_ok(sock)  # the connection stays usable
 
 

@@ -35,13 +35,15 @@ LEGITIMATE = {
     "port": "each broker listens on its own port",
     "finalized_features_epoch": "Kafka: the offset of the metadata log record; minibroker has no such log",
     "session_id": "Fetch sessions (KIP-227) get random ids",
-    "error_message": "free text that clients show at most: an error's code is what they act on",
     # broker clock readings: only whether one was given (-1 or a time) is compared
     "log_append_time_ms": "the broker's clock",
     "transaction_start_time_ms": "the broker's clock",
     "current_txn_start_time_ms": "the broker's clock",
     "marker_time": "the broker's clock (timestamp of a transaction marker batch)",
 }
+# Not compared at all: free text that clients show at most (an error's code is what they act on; tools print
+# the text, whatever it says). Whether there is a message at all varies as much.
+IGNORED = {"error_message", "batch_index_error_message"}
 # Ids a broker makes up: compared by identity within a scenario (the first node id seen is node#0, the same
 # value later is node#0 again), so that "the leader is the broker listed above" is still checked.
 IDENTITIES = {
@@ -218,7 +220,14 @@ def summarize_records(hex_bytes: str) -> Any:
     """Fetch answers carry stored batches; compare what they hold, not their bytes (the CRC covers the
     producer's fields, the base offset and leader epoch do not, timestamps of markers are the broker's).
     A cut-off batch at the end (Kafka cuts a fetch at its byte limit; clients drop the tail) is noted."""
-    from protocol.records import BATCH_HEADER_SIZE, CONTROL_MASK, CorruptRecordError, decode_records, parse_batch_header
+    from protocol.records import (
+        BATCH_HEADER_SIZE,
+        CONTROL_MASK,
+        TIMESTAMP_TYPE_MASK,
+        CorruptRecordError,
+        decode_records,
+        parse_batch_header,
+    )
 
     data = bytes.fromhex(hex_bytes)
     batches: list[dict[str, Any]] = []
@@ -247,7 +256,9 @@ def summarize_records(hex_bytes: str) -> Any:
             "base_offset": header.base_offset, "partition_leader_epoch": header.partition_leader_epoch,
             "magic": header.magic, "attributes": header.attributes, "last_offset_delta": header.last_offset_delta,
             "base_timestamp": {"marker_time": header.base_timestamp} if control else header.base_timestamp,
-            "max_timestamp": {"marker_time": header.max_timestamp} if control else header.max_timestamp,
+            "max_timestamp": {"marker_time": header.max_timestamp} if control else
+            {"log_append_time_ms": header.max_timestamp} if header.attributes & TIMESTAMP_TYPE_MASK else
+            header.max_timestamp,
             "producer_id": header.producer_id, "producer_epoch": header.producer_epoch,
             "base_sequence": header.base_sequence, "records": records})
         pos = end
@@ -302,8 +313,8 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
     """What is compared: LEGITIMATE fields as present/absent, IDENTITIES as first-seen names, unordered
     lists sorted."""
     ids = ids or _Identities()
-    if key == "error_message" and value == "":
-        value = None  # some answers say "" where others say null: clients read both as "no message"
+    if key in IGNORED:
+        return "<not compared>"
     if key in LEGITIMATE:
         if isinstance(value, int) and not isinstance(value, bool) and key not in ("port", "throttle_time_ms"):
             return value if value < 0 else "<set>"
@@ -451,9 +462,10 @@ def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
     """BrokerThread keyword arguments for a scenario: the release's version profile and the scenario's
     broker settings by Kafka's names (every one must be a minibroker option: both brokers get it)."""
     from broker.config.options import OPTIONS_BY_NAME, convert_option
+    from tests.reference.kafka import SHARED_CONFIG
 
     settings: dict[str, Any] = {"kafka_version": release, "fsync": "none"}
-    for name, value in config.items():
+    for name, value in {**SHARED_CONFIG, **config}.items():
         option = OPTIONS_BY_NAME.get(name)
         if option is None:
             raise ValueError(f"scenario setting {name} is not a minibroker option")

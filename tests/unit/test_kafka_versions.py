@@ -6,10 +6,18 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.broker_version_data import BROKER_API_VERSIONS, infer_broker_version_from_api_versions
 
-from broker.config.kafka_versions import METADATA_VERSION, RELEASE_API_VERSIONS, check_release, releases
+from broker.config.kafka_versions import (
+    KRAFT_VERSION,
+    METADATA_VERSION,
+    RELEASE_API_VERSIONS,
+    check_release,
+    releases,
+)
 from broker.config.options import BrokerConfig
 from broker.server.dispatch import table
 from broker.server.dispatch import version_profile as resolve
+from tests.reference.harness import load_recording
+from tests.reference.scenarios.versions import api_versions_table
 
 RELEASES = releases()
 
@@ -18,11 +26,38 @@ def _as_tuple(release: str) -> tuple[int, ...]:
     return tuple(int(p) for p in release.split("."))
 
 
+def _live_answer(release: str) -> dict | None:
+    """The release's own ApiVersions v3+ answer, recorded from Apache Kafka by tests/reference
+    (`make reference-record`): 3.x in ZooKeeper mode, 4.x in KRaft mode."""
+    recording = load_recording(release, "api_versions")
+    if recording is None:
+        return None
+    return next(e["response"] for e in recording["exchanges"] if e["step"] in ("v3", "v4"))
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_release_table_is_what_that_release_answers(release: str) -> None:
-    # kafka-python records each release's ApiVersions answer from a real broker.
-    assert RELEASE_API_VERSIONS[release] == BROKER_API_VERSIONS[_as_tuple(release)]
-    assert release in METADATA_VERSION
+    live = _live_answer(release)
+    assert live is not None, f"no recording of Kafka {release}: make reference-record " \
+        f"REFERENCE_ARGS='--scenarios api_versions --releases {release}'"
+    assert RELEASE_API_VERSIONS[release] == api_versions_table(live)
+    # kafka-python's table of the releases it knows agrees (it tests its inference against real brokers).
+    if _as_tuple(release) in BROKER_API_VERSIONS:
+        assert RELEASE_API_VERSIONS[release] == BROKER_API_VERSIONS[_as_tuple(release)]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_features_are_what_that_release_answers(release: str) -> None:
+    live = _live_answer(release)
+    assert live is not None
+    supported = {f["name"]: (f["min_version"], f["max_version"]) for f in live["supported_features"]}
+    finalized = {f["name"]: f["max_version_level"] for f in live["finalized_features"]}
+    if release not in METADATA_VERSION:  # a ZooKeeper-mode broker
+        assert supported == finalized == {}
+        return
+    assert supported["metadata.version"] == METADATA_VERSION[release]
+    assert finalized["metadata.version"] == METADATA_VERSION[release][1]
+    assert supported["kraft.version"] == KRAFT_VERSION
 
 
 def test_every_served_version_is_in_some_profile() -> None:
@@ -72,11 +107,12 @@ def test_release_quirks() -> None:
 
 
 def test_features_follow_the_release() -> None:
-    features = resolve("3.9").features
+    assert resolve("3.9").features == {"supported_features": [], "finalized_features_epoch": 0,
+                                       "finalized_features": []}
+    features = resolve("4.1").features
     assert features["finalized_features"] == [
-        {"name": "metadata.version", "max_version_level": 21, "min_version_level": 21}]
+        {"name": "metadata.version", "max_version_level": 27, "min_version_level": 27}]
     assert {f["name"] for f in features["supported_features"]} == {"metadata.version", "kraft.version"}
-    assert {f["name"] for f in resolve("3.8").features["supported_features"]} == {"metadata.version"}
     # Not offered: the protocols behind them are not implemented.
     names = {f["name"] for f in resolve("4.1").features["supported_features"]}
     assert not names & {"transaction.version", "group.version", "share.version"}

@@ -26,8 +26,12 @@ from tests.reference.scenarios.common import (
 
 
 def find_txn_coordinator(s: Session, txn: str) -> None:
+    """Until the transaction coordinator is ready: Kafka creates __transaction_state on the first lookup and
+    loads its partition a moment after FindCoordinator names the coordinator."""
     s.wait_for("find coordinator", FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn]},
                until=lambda a: a["coordinators"][0]["error_code"] == 0, timeout=60)
+    s.wait_for("coordinator loaded", DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn]},
+               until=lambda a: a["transaction_states"][0]["error_code"] not in (14, 15, 16), timeout=60)
 
 
 def init(s: Session, step: str, txn: str | None, timeout_ms: int = 60000, pid: int = -1, epoch: int = -1,
@@ -103,11 +107,8 @@ def txn_errors(s: Session) -> None:
         "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
             {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
              "committed_metadata": ""}]}]})
-    s.request("txn offset commit, wrong epoch", TXN_OFFSET_COMMIT, 3, {
-        "transactional_id": txn, "group_id": group, "producer_id": pid, "producer_epoch": epoch + 5,
-        "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
-             "committed_metadata": ""}]}]})
+    # (A TxnOffsetCommit with a newer epoch is accepted by Kafka 3.9 and then fences the transaction's own
+    # marker on __consumer_offsets: the abort below would never complete. Not a scenario for a shared broker.)
     describe_txn(s, "describe ongoing", txn)
     s.request("list ongoing", LIST_TRANSACTIONS, 1, {"state_filters": ["Ongoing"], "producer_id_filters": [pid],
                                                      "duration_filter": -1})
