@@ -48,9 +48,11 @@ def _int(lo: int, hi: int) -> Callable[[str], None]:
 
 
 def _choice(*allowed: str, many: bool = False) -> Callable[[str], None]:
+    """One of `allowed`, or (many) a comma-separated list of them, empty included: Kafka 3.9 and 4.x take an
+    empty cleanup.policy (subtracting its last value), which neither deletes nor compacts."""
     def check(value: str) -> None:
-        items = [v.strip() for v in value.split(",")] if many else [value]
-        if not items or any(v not in allowed for v in items):
+        items = [v.strip() for v in value.split(",") if v.strip()] if many else [value]
+        if (not many and not items) or any(v not in allowed for v in items):
             raise InvalidConfigError(f"value {value!r} must be {'some of' if many else 'one of'} {allowed}")
     return _typed(check, LIST if many else STRING)
 

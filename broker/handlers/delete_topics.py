@@ -21,6 +21,17 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     results = []
     deleted = []
     for name, topic_id in wanted:
+        if name is not None and topic_id != ZERO_UUID:
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "You may not specify both topic name and topic id."})
+            continue
+        if name is None and topic_id == ZERO_UUID:
+            # Kafka 4 calls this an invalid request; Kafka 3 (ZooKeeper mode) answered an authorization error.
+            error = ErrorCode.INVALID_REQUEST if ctx.broker.versions.since("4.0") else \
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append({"name": None, "topic_id": topic_id, "error_code": error,
+                            "error_message": "Neither topic name nor id were specified."})
+            continue
         if name is None:
             topic = topics.get_by_id(topic_id)
             if topic is None:

@@ -20,10 +20,16 @@ from broker.config.options import OPTIONS, BrokerConfig
 from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, config_type, topic_configs
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, config_resource_error
+from broker.services.topics import TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
+# Python's level names as Log4j names them (kafka-configs --entity-type broker-loggers shows these).
+_LOG4J_LEVELS = {"WARNING": "WARN", "CRITICAL": "FATAL", "NOTSET": "ALL"}
+_OWN_LOGGERS = ("broker", "protocol", "coordinator", "zk")
 # Kafka's ConfigSource
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
@@ -34,6 +40,8 @@ _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
 # Broker settings whose Kafka default is null: the coarser setting decides (log.retention.hours,
 # log.roll.hours, ...). Unset, they are described with no value and list no default synonym.
 NULL_DEFAULTS = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms", "log.roll.jitter.ms"}
+# Once such a setting is set at some level, Kafka's synonyms go on to the coarser setting's default.
+_SYNONYM_TAILS = {"log.retention.ms": ("log.retention.hours", "168"), "log.roll.ms": ("log.roll.hours", "168")}
 # Kafka's config types of the broker options whose Python type does not say (DescribeConfigs v3+).
 _LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
                  "log.cleaner.backoff.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
@@ -88,6 +96,9 @@ def broker_chain(dynamic: DynamicConfigs, name: str, static_value: str | None, d
         chain.append({"name": name, "value": static_value, "source": STATIC_BROKER_CONFIG})
     if default_value is not None:
         chain.append({"name": name, "value": default_value, "source": DEFAULT_CONFIG})
+    if chain and name in _SYNONYM_TAILS:
+        tail, value = _SYNONYM_TAILS[name]
+        chain.append({"name": tail, "value": value, "source": DEFAULT_CONFIG})
     return chain
 
 
@@ -184,6 +195,23 @@ def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms:
     return out
 
 
+def _logger_configs(keys: set[str] | None) -> list[dict[str, Any]]:
+    """This broker's loggers and their effective levels, as Kafka describes its Log4j loggers ("root" first)."""
+    import logging
+
+    names = ["root", *sorted(n for n in logging.root.manager.loggerDict if n.split(".")[0] in _OWN_LOGGERS)]
+    out = []
+    for name in names:
+        if keys is not None and name not in keys:
+            continue
+        logger = logging.getLogger() if name == "root" else logging.getLogger(name)
+        level = logging.getLevelName(logger.getEffectiveLevel())
+        out.append({"name": name, "value": _LOG4J_LEVELS.get(level, level), "read_only": False,
+                    "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_default": False, "is_sensitive": False,
+                    "synonyms": [], "config_type": 0, "documentation": None})
+    return out
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     synonyms = version >= 1 and req.include_synonyms
@@ -197,6 +225,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             result.update(error_code=denied)
         elif r.resource_type == TOPIC:
             topic = ctx.broker.topics.get(r.resource_name)
+            try:
+                validate_topic_name(r.resource_name)
+            except TopicError as exc:
+                result.update(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=exc.message)
+                results.append(result)
+                continue
             if topic is None:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"Topic '{r.resource_name}' does not exist.")
@@ -211,6 +245,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["configs"] = _default_level_configs(ctx, keys, synonyms, version)
             else:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
+        elif r.resource_type == BROKER_LOGGER and r.resource_name == str(ctx.broker.node_id):
+            result["configs"] = _logger_configs(keys)
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {r.resource_type}")

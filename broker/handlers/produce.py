@@ -249,8 +249,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             if is_transactional and not producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
                 error = verify_transaction(broker, req.transactional_id, partition, header.producer_id,
                                            header.producer_epoch)
-                if error:
-                    partitions.append(_response(pdata.index, error, log_start_offset=log.log_start_offset))
+                if error:  # refused before the log is reached: no log start offset (as Kafka)
+                    partitions.append(_response(pdata.index, error))
                     continue
             check = producers.check(header.producer_id, header.producer_epoch, header.base_sequence,
                                     header.last_offset_delta, is_transactional)

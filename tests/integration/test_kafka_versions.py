@@ -18,7 +18,7 @@ from protocol.header import ErrorCode
 from protocol.records import Record, build_batch
 from tests.kafka_wire import WireClient
 
-PRODUCE, FETCH, METADATA, API_VERSIONS, JOIN_GROUP = 0, 1, 3, 18, 11
+PRODUCE, FETCH, METADATA, API_VERSIONS, JOIN_GROUP, OFFSET_COMMIT = 0, 1, 3, 18, 11, 8
 
 
 @pytest.fixture(params=["3.7", "4.0", "4.1"])
@@ -105,10 +105,11 @@ def test_apiversions_of_a_3_x_profile_has_no_features(minibroker: str) -> None:
 
 
 @pytest.mark.minibroker(kafka_version="4.0")
-def test_joingroup_v1_on_4_0_closes_the_connection(minibroker: str) -> None:
+def test_offsetcommit_v1_on_4_0_closes_the_connection(minibroker: str) -> None:
+    # KIP-896 removed OffsetCommit v0-1 in 4.0 (JoinGroup v0-1 came back in 4.0.1, the 4.0 profile's patch).
     with WireClient(minibroker) as wire:
-        wire.send(JOIN_GROUP, 1, {"group_id": "g", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
-                                  "member_id": "", "protocol_type": "consumer", "protocols": []})
+        wire.send(OFFSET_COMMIT, 1, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                                     "topics": []})
         with pytest.raises(ConnectionError):
             wire._recv(4)
 

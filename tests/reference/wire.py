@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from protocol import primitives as p
+from protocol.errors import DecodeError
 from protocol.header import RequestHeader, encode_request_header, request_spec, response_header_version
 from protocol.schema import MessageSpec, message
 
@@ -107,7 +108,12 @@ class WireConnection:
         valid = spec.valid_versions
         if api_key == 18 and valid is not None and not valid[0] <= version <= valid[1]:
             version = 0  # KIP-511: an ApiVersions version the broker does not know is answered in v0
-        return plain(spec.decode(version, frame, offset), spec.struct(version))
+        try:
+            return plain(spec.decode(version, frame, offset), spec.struct(version))
+        except DecodeError:
+            if api_key != 18 or version == 0:
+                raise
+            return plain(spec.decode(0, frame, offset), spec.struct(0))  # the same, for a version it lacks
 
     def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
         self.send(api_key, version, body)

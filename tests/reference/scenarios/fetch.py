@@ -88,7 +88,9 @@ def list_offsets_edges(s: Session) -> None:
     list_offsets(s, "unknown topic", s.name("nope"), -1)
     list_offsets(s, "current leader epoch 3 (newer)", name, -1, current_leader_epoch=3)
     list_offsets(s, "read_committed latest", name, -1, isolation_level=1)
-    list_offsets(s, "timestamp -5", name, -5)
+    list_offsets(s, "timestamp -4 (earliest local) in v7", name, -4)
+    list_offsets(s, "timestamp -5 (latest tiered) in v7", name, -5)
+    list_offsets(s, "timestamp -7", name, -7)
     s.request("v1 (oldest served)", 2, 1, {"replica_id": -1, "topics": [
         {"name": name, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
     s.request("same partition twice", 2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [

@@ -98,7 +98,7 @@ def describe(s: Session, step: str, *groups: str) -> None:
     s.request(step, DESCRIBE_GROUPS, 5, {"groups": list(groups), "include_authorized_operations": True})
 
 
-@scenario(config=GROUP_CONFIG)
+@scenario(config=GROUP_CONFIG, fresh=True)  # lists the broker's groups
 def group_join_errors(s: Session) -> None:
     """JoinGroup/SyncGroup/Heartbeat of one member: timeouts out of bounds, unknown members, wrong
     generations, a second protocol type, leaving."""
@@ -151,7 +151,10 @@ def group_rebalance(s: Session) -> None:
     b_first = join(s, "member b: member id required", group, conn="b", topic=topic)
     b_id = b_first.get("member_id", "")
     s.send("member b joins (waits)", JOIN_GROUP, 9, join_body(group, member=b_id, topic=topic), conn="b")
-    heartbeat(s, "a's heartbeat during the rebalance", group, gen, a_id, conn="a")
+    # B's JoinGroup travels on its own connection: wait until the coordinator has taken it.
+    s.wait_for("a's heartbeat during the rebalance", HEARTBEAT, 4, {
+        "group_id": group, "generation_id": gen, "member_id": a_id, "group_instance_id": None},
+               until=lambda a: a["error_code"] == 27, timeout=20, conn="a")
     commit(s, "a commits during the rebalance", group, topic, 3, gen, a_id, conn="a")
     a2 = join(s, "a rejoins", group, conn="a", member=a_id, topic=topic)
     b2 = s.receive("b") or {}
@@ -206,7 +209,7 @@ def group_static_members(s: Session) -> None:
     describe(s, "after leaving", group)
 
 
-@scenario(config=GROUP_CONFIG)
+@scenario(config=GROUP_CONFIG, fresh=True)  # lists the broker's groups
 def group_offsets_lifecycle(s: Session) -> None:
     """Offsets of a group without members, then of a deleted (dead) group; deleting unknown groups; offset
     deletion."""

@@ -46,7 +46,10 @@ def produce_errors(s: Session) -> None:
     produce(s, "keyless record on a compacted topic", compacted, batch([b"v1", b"v2", b"v3"], [b"k", None, b"k"]))
     produce(s, "keyed records on a compacted topic", compacted, batch([b"v1"], [b"k"]))
     produce(s, "unknown codec 5", plain, _with_attributes(batch([b"codec"]), 5))
-    produce(s, "gzip flag on plain bytes", plain, _with_attributes(batch([b"not gzip"]), COMPRESSION_GZIP))
+    # (Own topic: minibroker does not decompress on the produce path and stores this batch, README.)
+    create_topic(s, "create bad-gzip", s.name("bad-gzip"))
+    produce(s, "gzip flag on plain bytes", s.name("bad-gzip"), _with_attributes(batch([b"not gzip"]),
+                                                                               COMPRESSION_GZIP))
     produce(s, "gzip", plain, batch([b"g1", b"g2"], compression=COMPRESSION_GZIP))
     produce(s, "acks=2", plain, batch([b"e"]), acks=2)
     produce(s, "unknown partition", plain, batch([b"f"]), partition=7)
@@ -61,7 +64,7 @@ def produce_errors(s: Session) -> None:
     fetch(s, "what was stored", plain, 0)
 
 
-@scenario(config={"log.message.timestamp.type": "CreateTime"})
+@scenario()
 def produce_timestamps(s: Session) -> None:
     """Timestamps out of a topic's range (message.timestamp.before/after.max.ms), LogAppendTime topics."""
     strict, append = s.name("strict"), s.name("append-time")

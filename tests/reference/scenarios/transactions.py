@@ -40,6 +40,14 @@ def init(s: Session, step: str, txn: str | None, timeout_ms: int = 60000, pid: i
                                                        "producer_id": pid, "producer_epoch": epoch}) or {}
 
 
+def first_init(s: Session, step: str, txn: str, timeout_ms: int = 60000) -> dict[str, Any]:
+    """The first InitProducerId of an id: retried while the coordinator is still loading its partition
+    (Kafka 3.9 answers COORDINATOR_LOAD_IN_PROGRESS a while after FindCoordinator)."""
+    body = {"transactional_id": txn, "transaction_timeout_ms": timeout_ms, "producer_id": -1, "producer_epoch": -1}
+    return s.wait_for(step, INIT_PRODUCER_ID, 4, body, until=lambda a: a["error_code"] not in (14, 15, 16),
+                      timeout=60)
+
+
 def init_until_ready(s: Session, step: str, txn: str, timeout_ms: int = 60000) -> dict[str, Any]:
     """InitProducerId retried while the coordinator answers CONCURRENT_TRANSACTIONS (an abort it started
     is being completed) or is loading: only the final answer is recorded."""
@@ -81,9 +89,9 @@ def txn_errors(s: Session) -> None:
     topic, txn, group = s.name("t"), s.name("txn"), s.name("g")
     create_topic(s, "create", topic, partitions=2)
     find_txn_coordinator(s, txn)
-    init(s, "timeout above transaction.max.timeout.ms", txn, timeout_ms=3_600_000)
+    first_init(s, "timeout above transaction.max.timeout.ms", txn, timeout_ms=3_600_000)
     init(s, "timeout 0", txn, timeout_ms=0)
-    first = init(s, "init", txn)
+    first = first_init(s, "init", txn)
     pid, epoch = first.get("producer_id", -1), first.get("producer_epoch", -1)
     end(s, "commit with nothing added", txn, pid, epoch, True)
     end(s, "abort with nothing added", txn, pid, epoch, False)
@@ -142,7 +150,7 @@ def txn_timeout(s: Session) -> None:
     topic, txn = s.name("t"), s.name("txn")
     create_topic(s, "create", topic)
     find_txn_coordinator(s, txn)
-    first = init(s, "init with a 1 s timeout", txn, timeout_ms=1000)
+    first = first_init(s, "init with a 1 s timeout", txn, timeout_ms=1000)
     pid, epoch = first.get("producer_id", -1), first.get("producer_epoch", -1)
     add_partitions(s, "add", txn, pid, epoch, topic)
     produce(s, "produce", topic, txn_batch([b"doomed"], pid, epoch, 0), transactional_id=txn)
@@ -166,7 +174,7 @@ def read_committed(s: Session) -> None:
     topic, txn = s.name("t"), s.name("txn")
     create_topic(s, "create", topic)
     find_txn_coordinator(s, txn)
-    first = init(s, "init", txn)
+    first = first_init(s, "init", txn)
     pid, epoch = first.get("producer_id", -1), first.get("producer_epoch", -1)
     produce(s, "plain 0", topic, batch([b"p0"]))
     add_partitions(s, "add", txn, pid, epoch, topic)

@@ -41,7 +41,7 @@ def api_versions_table(answer: dict[str, Any]) -> dict[int, tuple[int, int]]:
 
 
 def _highest(release: str) -> int:
-    return 3 if release in ("3.7",) else 4
+    return 3 if release in ("3.7", "3.8") else 4
 
 
 @scenario(releases=PROFILE_RELEASES, kafka_view=served_view)
