@@ -6,16 +6,13 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from broker.config.topic import topic_configs
 from broker.handlers.context import RequestContext
+from broker.handlers.describe_configs import topic_config_entries
 from broker.security.access import AclOperation, ResourceType, authorized_names, cluster_authorized
 from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
-# DescribeConfigs config sources: DYNAMIC_TOPIC_CONFIG=1, DEFAULT_CONFIG=5.
-DYNAMIC_TOPIC_CONFIG = 1
-DEFAULT_CONFIG = 5
 
 
 def _result(name: str, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -24,14 +21,10 @@ def _result(name: str, error: ErrorCode, message: str | None = None) -> dict[str
 
 
 def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, Any]]:
-    values = ctx.broker.topics.config
-    out = []
-    for name, definition in topic_configs(values.kafka_version).items():
-        out.append({"name": name, "value": overrides.get(name, definition.default(values)),
-                    "read_only": False,
-                    "config_source": DYNAMIC_TOPIC_CONFIG if name in overrides else DEFAULT_CONFIG,
-                    "is_sensitive": False})
-    return out
+    """The new topic's configs as DescribeConfigs would give them (value and source of each)."""
+    return [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+             "config_source": e["config_source"], "is_sensitive": e["is_sensitive"]}
+            for e in topic_config_entries(ctx, overrides, None, False, 4)]
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

@@ -47,7 +47,7 @@ _LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.
                  "log.cleaner.backoff.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
                  "log.cleaner.max.compaction.lag.ms", "connections.max.idle.ms",
                  "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
-                 "controlled.shutdown.timeout.ms", "zookeeper.session.timeout.ms"}
+                 "controlled.shutdown.timeout.ms"}
 _LIST_OPTIONS = {"log.cleanup.policy"}
 # Listeners are described as a STRING up to Kafka 4.1 and as a LIST by 4.4 (recorded from both).
 LISTENERS_LIST_SINCE = "4.4"
@@ -114,7 +114,7 @@ def _formatted_defaults(ctx: RequestContext) -> dict[str, str]:
     return values if ctx.broker.versions.since(release) else {}
 
 
-def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str] | None, synonyms: bool,
+def topic_config_entries(ctx: RequestContext, overrides: dict[str, str], keys: set[str] | None, synonyms: bool,
                    version: int) -> list[dict[str, Any]]:
     """Kafka's synonyms of a topic config: its override, then its broker synonym at each level that sets
     it; none for configs without a broker synonym, and no default for one whose Kafka default is null."""
@@ -208,7 +208,7 @@ def _logger_configs(keys: set[str] | None) -> list[dict[str, Any]]:
         level = logging.getLevelName(logger.getEffectiveLevel())
         out.append({"name": name, "value": _LOG4J_LEVELS.get(level, level), "read_only": False,
                     "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_default": False, "is_sensitive": False,
-                    "synonyms": [], "config_type": 0, "documentation": None})
+                    "synonyms": [], "config_type": 0, "documentation": ""})
     return out
 
 
@@ -235,7 +235,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"Topic '{r.resource_name}' does not exist.")
             else:
-                result["configs"] = _topic_configs(ctx, topic.configs, keys, synonyms, version)
+                result["configs"] = topic_config_entries(ctx, topic.configs, keys, synonyms, version)
         elif r.resource_type == BROKER:
             if r.resource_name not in ("", str(ctx.broker.node_id)):
                 result.update(error_code=ErrorCode.INVALID_REQUEST,

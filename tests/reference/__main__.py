@@ -75,10 +75,11 @@ def _selected(ns: argparse.Namespace) -> list[tuple[str, Scenario]]:
     return pairs
 
 
-def _on_kafka(pool: ReferencePool, release: str, scenario: Scenario) -> tuple[str, list[Any]]:
+def _on_kafka(pool: ReferencePool, release: str, scenario: Scenario) -> tuple[str, list[Any], int]:
     reference = pool.get(release, scenario.brokers, scenario.config, fresh=scenario.fresh)
     try:
-        return reference.describe(), run(scenario, reference.bootstrap, release, "kafka", reference)
+        exchanges, t0 = run(scenario, reference.bootstrap, release, "kafka", reference)
+        return reference.describe(), exchanges, t0
     finally:
         pool.give_back(reference)
 
@@ -110,7 +111,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
                 pool.close()
                 current = release
             try:
-                described, exchanges = _on_kafka(pool, release, scenario)
+                described, exchanges, t0 = _on_kafka(pool, release, scenario)
             except kafka_jars.Unavailable as exc:
                 print(f"{release:<5} {scenario.name:<34} skipped: {exc}")
                 continue
@@ -118,7 +119,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
                 failed += 1
                 print(f"{release:<5} {scenario.name:<34} FAILED\n{traceback.format_exc()}")
                 continue
-            path = save_recording(release, scenario, described, exchanges)
+            path = save_recording(release, scenario, described, exchanges, t0)
             print(f"{release:<5} {scenario.name:<34} {len(exchanges):>3} answers -> {path.relative_to(Path.cwd())}")
     finally:
         pool.close()
@@ -166,16 +167,16 @@ def cmd_diff(ns: argparse.Namespace, live: bool) -> int:
                 current = release
             try:
                 if live:
-                    _described, kafka_exchanges = _on_kafka(pool, release, scenario)
+                    _described, kafka_exchanges, t0 = _on_kafka(pool, release, scenario)
                     kafka_json = exchanges_as_json(kafka_exchanges)
                 else:
                     recording = load_recording(release, scenario.name)
                     if recording is None:
                         outcomes.append((release, scenario.name, "no recording (make reference-record)"))
                         continue
-                    kafka_json = recording["exchanges"]
+                    kafka_json, t0 = recording["exchanges"], recording.get("t0")
                 with tempfile.TemporaryDirectory(prefix="reference-mini-") as data_dir:
-                    mini = run_on_minibroker(scenario, release, Path(data_dir))
+                    mini = run_on_minibroker(scenario, release, Path(data_dir), t0)
                 outcome = check(release, scenario, kafka_json, mini)
             except kafka_jars.Unavailable as exc:
                 outcomes.append((release, scenario.name, f"skipped: {exc}"))

@@ -40,6 +40,7 @@ LEGITIMATE = {
     "transaction_start_time_ms": "the broker's clock",
     "current_txn_start_time_ms": "the broker's clock",
     "marker_time": "the broker's clock (timestamp of a transaction marker batch)",
+    "last_timestamp": "DescribeProducers: a producer's last write may be a marker, stamped by the broker",
 }
 # Not compared at all: free text that clients show at most (an error's code is what they act on; tools print
 # the text, whatever it says). Whether there is a message at all varies as much.
@@ -74,6 +75,9 @@ class Scenario:
     # Kafka's answer as minibroker should give it, where minibroker deliberately leaves something out
     # (APIs and features it does not serve yet: README, "not yet served"): (release, step, answer) -> answer.
     kafka_view: Callable[[str, str, Any], Any] | None = None
+    # Applied to both answers: for values that legitimately differ inside a scenario's answers (addresses and
+    # paths given as config values, say): (step, answer) -> answer.
+    both_view: Callable[[str, Any], Any] | None = None
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -81,6 +85,7 @@ SCENARIOS: dict[str, Scenario] = {}
 
 def scenario(*, releases: tuple[str, ...] | None = None, config: dict[str, str] | None = None, fresh: bool = False,
              brokers: int = 1, kafka_view: Callable[[str, str, Any], Any] | None = None,
+             both_view: Callable[[str, Any], Any] | None = None,
              ) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
     """Register a scenario; `releases` defaults to releases.DIFF_RELEASES."""
     from tests.reference.releases import DIFF_RELEASES
@@ -89,7 +94,7 @@ def scenario(*, releases: tuple[str, ...] | None = None, config: dict[str, str] 
         name = fn.__name__
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
         SCENARIOS[name] = Scenario(name, fn, tuple(releases or DIFF_RELEASES), dict(config or {}), fresh, brokers,
-                                   doc, kafka_view)
+                                   doc, kafka_view, both_view)
         return fn
 
     return register
@@ -110,10 +115,25 @@ class Exchange:
     response: Any
 
 
+_T0: list[int] = []
+
+
+def current_t0() -> int:
+    """The running session's base time for record timestamps."""
+    return _T0[-1] if _T0 else int(time.time()) * 1000
+
+
+def new_t0() -> int:
+    """A base time for a run: now, to the second (a recording keeps it, so a replay writes the same)."""
+    return int(time.time()) * 1000
+
+
 class Session:
     """One run of one scenario against one broker: connections, requests, the recording."""
 
-    def __init__(self, scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any = None) -> None:
+    def __init__(self, scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any = None,
+                 t0: int | None = None) -> None:
+        self.t0 = new_t0() if t0 is None else t0
         self.scenario = scenario
         self.bootstrap = bootstrap
         self.release = release
@@ -171,9 +191,10 @@ class Session:
         return answer
 
     def wait_for(self, step: str, api_key: int, version: int, body: dict[str, Any],
-                 until: Callable[[dict[str, Any]], bool], timeout: float = 30.0, conn: str = "main") -> dict[str, Any]:
+                 until: Callable[[dict[str, Any]], bool], timeout: float = 30.0, conn: str = "main",
+                 record: bool = True) -> dict[str, Any]:
         """Repeat a request until `until(answer)`; only the last answer is recorded (the number of tries
-        depends on timing, the final answer does not)."""
+        depends on timing, the final answer does not), or none with record=False (a wait for readiness)."""
         deadline = time.monotonic() + timeout
         while True:
             answer = self.request(step, api_key, version, body, conn, record=False)
@@ -182,8 +203,9 @@ class Session:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        self.exchanges.append(Exchange(step, f"{ApiKey(api_key).name} v{version}", summarize_request(body),
-                                       {"connection_closed": True} if answer is None else answer))
+        if record:
+            self.exchanges.append(Exchange(step, f"{ApiKey(api_key).name} v{version}", summarize_request(body),
+                                           {"connection_closed": True} if answer is None else answer))
         return answer or {}
 
     def note(self, step: str, outcome: Any, request: Any = None) -> None:
@@ -388,9 +410,10 @@ def _diff(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
 
 
 def compare(kafka: list[dict[str, Any]], mini: list[dict[str, Any]],
-            view: Callable[[str, Any], Any] | None = None) -> tuple[int, list[Difference]]:
+            view: Callable[[str, Any], Any] | None = None,
+            both: Callable[[str, Any], Any] | None = None) -> tuple[int, list[Difference]]:
     """(answers compared, differences) between Kafka's recorded exchanges and minibroker's; `view(step,
-    answer)` turns Kafka's answer into what minibroker is meant to answer."""
+    answer)` turns Kafka's answer into what minibroker is meant to answer, `both` is applied to both."""
     kafka_ids, mini_ids = _Identities(), _Identities()
     differences: list[Difference] = []
     compared = 0
@@ -405,7 +428,10 @@ def compare(kafka: list[dict[str, Any]], mini: list[dict[str, Any]],
         compared += 1
         raw: list[tuple[str, Any, Any]] = []
         expected = view(k["step"], k["response"]) if view else k["response"]
-        _diff(normalize(expected, kafka_ids), normalize(m["response"], mini_ids), "", raw)
+        got = m["response"]
+        if both is not None:
+            expected, got = both(k["step"], expected), both(m["step"], got)
+        _diff(normalize(expected, kafka_ids), normalize(got, mini_ids), "", raw)
         differences += [Difference(k["step"], path.lstrip(".") or "<answer>", a, b) for path, a, b in raw]
     return compared, differences
 
@@ -415,11 +441,11 @@ def recording_path(release: str, name: str) -> Path:
     return RECORDED / release / f"{name}.json"
 
 
-def save_recording(release: str, scenario: Scenario, reference: str, exchanges: list[Exchange]) -> Path:
+def save_recording(release: str, scenario: Scenario, reference: str, exchanges: list[Exchange], t0: int) -> Path:
     path = recording_path(release, scenario.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"scenario": scenario.name, "release": release, "kafka": reference, "config": scenario.config,
-            "exchanges": exchanges_as_json(exchanges)}
+            "t0": t0, "exchanges": exchanges_as_json(exchanges)}
     path.write_text(dumps(data) + "\n")
     return path
 
@@ -449,13 +475,17 @@ def recordings() -> Iterator[tuple[str, str]]:
 
 
 # ---- running a scenario on either broker -----------------------------------------------------------
-def run(scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any = None) -> list[Exchange]:
-    session = Session(scenario, bootstrap, release, kind, handle)
+def run(scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any = None,
+        t0: int | None = None) -> tuple[list[Exchange], int]:
+    """Run the scenario; (its exchanges, the base time its records were written with)."""
+    session = Session(scenario, bootstrap, release, kind, handle, t0)
+    _T0.append(session.t0)
     try:
         scenario.run(session)
     finally:
+        _T0.pop()
         session.close()
-    return session.exchanges
+    return session.exchanges, session.t0
 
 
 def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
@@ -473,12 +503,14 @@ def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
     return settings
 
 
-def run_on_minibroker(scenario: Scenario, release: str, data_dir: Path) -> list[Exchange]:
+def run_on_minibroker(scenario: Scenario, release: str, data_dir: Path, t0: int | None = None) -> list[Exchange]:
+    """The scenario against a fresh minibroker with the release's profile; `t0`: the base time of the run it
+    is compared with (its records carry the same timestamps)."""
     from broker.testkit import BrokerThread
 
     broker = BrokerThread(data_dir, **minibroker_settings(release, scenario.config)).start()
     try:
-        return run(scenario, broker.bootstrap, release, "minibroker", broker)
+        return run(scenario, broker.bootstrap, release, "minibroker", broker, t0)[0]
     finally:
         broker.stop()
 
@@ -502,7 +534,7 @@ def check(release: str, scenario: Scenario, kafka_exchanges: list[dict[str, Any]
         def view(step: str, answer: Any) -> Any:
             return kafka_view(release, step, answer)
 
-    compared, differences = compare(kafka_exchanges, exchanges_as_json(mini_exchanges), view)
+    compared, differences = compare(kafka_exchanges, exchanges_as_json(mini_exchanges), view, scenario.both_view)
     for d in differences:
         d.known = explain(release, scenario.name, d)
     return Outcome(release, scenario.name, compared, differences)

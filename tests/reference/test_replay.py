@@ -18,7 +18,8 @@ def test_minibroker_answers_as_kafka_did(release: str, name: str, tmp_path) -> N
     assert scenario is not None, f"recorded/{release}/{name}.json belongs to no scenario: remove it"
     recording = load_recording(release, name)
     assert recording is not None
-    outcome = check(release, scenario, recording["exchanges"], run_on_minibroker(scenario, release, tmp_path))
+    mini = run_on_minibroker(scenario, release, tmp_path, recording.get("t0"))
+    outcome = check(release, scenario, recording["exchanges"], mini)
     unexplained = [d.line() for d in outcome.differences if not d.known]
     assert not unexplained, f"{len(unexplained)} differences from {recording['kafka']}:\n" + "\n".join(unexplained)
     assert outcome.compared == len(recording["exchanges"])

@@ -18,17 +18,18 @@ INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
 OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CLUSTER = 23, 60
 
-# A fixed base for record timestamps (scenarios that need "now" take it at run time).
-T0 = 1_700_000_000_000
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def batch(values: list[bytes | None], keys: list[bytes | None] | None = None, *, timestamp: int = T0,
+def batch(values: list[bytes | None], keys: list[bytes | None] | None = None, *, timestamp: int | None = None,
           step_ms: int = 0, **kwargs: Any) -> bytes:
-    """One v2 batch; record i has key keys[i] (None: keyless) and timestamp `timestamp + i * step_ms`."""
+    """One v2 batch; record i has key keys[i] (None: keyless) and timestamp `timestamp + i * step_ms`
+    (default: the run's base time, Session.t0: recent enough that Kafka's retention keeps the records, and
+    the same for Kafka and minibroker, so the answers that carry timestamps compare)."""
+    from tests.reference.harness import current_t0
+
+    timestamp = current_t0() if timestamp is None else timestamp
     keys = keys or [None] * len(values)
     return build_batch([Record(i, i * step_ms, k, v) for i, (k, v) in enumerate(zip(keys, values, strict=True))],
                        base_timestamp=timestamp, **kwargs)
@@ -52,8 +53,9 @@ def metadata_body(*names: str, auto_create: bool = False) -> dict[str, Any]:
 
 
 def wait_leaders(s: Session, name: str, timeout: float = 30.0) -> None:
-    """Unrecorded: until Metadata shows the topic with a leader for each partition (Kafka propagates a new
-    topic to its metadata cache a moment after CreateTopics answers)."""
+    """Unrecorded: until Metadata shows the topic with a leader for each partition and each leader answers
+    ListOffsets (KRaft publishes a new topic to the metadata cache a moment before the partition's leader
+    takes requests: NOT_LEADER_OR_FOLLOWER meanwhile)."""
     import time as _time
 
     deadline = _time.monotonic() + timeout
@@ -62,7 +64,12 @@ def wait_leaders(s: Session, name: str, timeout: float = 30.0) -> None:
         topics = (answer or {}).get("topics") or []
         if topics and topics[0]["error_code"] == 0 and topics[0]["partitions"] and all(
                 p["leader_id"] >= 0 for p in topics[0]["partitions"]):
-            return
+            indexes = [p["partition_index"] for p in topics[0]["partitions"]]
+            offsets = s.request("wait", LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": name, "partitions": [{"partition_index": i, "timestamp": -1, "current_leader_epoch": -1}
+                                              for i in indexes]}]}, record=False)
+            if offsets and all(p["error_code"] == 0 for t in offsets["topics"] for p in t["partitions"]):
+                return
         _time.sleep(0.05)
 
 

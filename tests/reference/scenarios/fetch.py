@@ -8,7 +8,6 @@ from tests.reference.scenarios.common import (
     DELETE_RECORDS,
     FETCH,
     OFFSET_FOR_LEADER_EPOCH,
-    T0,
     batch,
     create_topic,
     fetch,
@@ -19,10 +18,11 @@ from tests.reference.scenarios.common import (
 
 
 def _three_batches(s: Session, name: str) -> None:
-    """Offsets 0-1 at T0 (+0, +10 ms), 2 at T0+1000, 3-5 at T0+2000 (+0, +5, +10 ms)."""
-    produce(s, "batch 1", name, batch([b"a0", b"a1"], [b"k", b"k"], timestamp=T0, step_ms=10))
-    produce(s, "batch 2", name, batch([b"b0"], timestamp=T0 + 1000))
-    produce(s, "batch 3", name, batch([b"c0", b"c1", b"c2"], timestamp=T0 + 2000, step_ms=5))
+    """Offsets 0-1 at t0 (+0, +10 ms), 2 at t0+1000, 3-5 at t0+2000 (+0, +5, +10 ms)."""
+    t0 = s.t0
+    produce(s, "batch 1", name, batch([b"a0", b"a1"], [b"k", b"k"], timestamp=t0, step_ms=10))
+    produce(s, "batch 2", name, batch([b"b0"], timestamp=t0 + 1000))
+    produce(s, "batch 3", name, batch([b"c0", b"c1", b"c2"], timestamp=t0 + 2000, step_ms=5))
 
 
 @scenario()
@@ -72,6 +72,7 @@ def list_offsets_edges(s: Session) -> None:
     create_topic(s, "create", name)
     create_topic(s, "create empty", empty)
     _three_batches(s, name)
+    T0 = s.t0  # noqa: N806
     list_offsets(s, "latest", name, -1)
     list_offsets(s, "earliest", name, -2)
     list_offsets(s, "max timestamp", name, -3)
@@ -110,6 +111,7 @@ def delete_records(s: Session) -> None:
     name = s.name("trimmed")
     create_topic(s, "create", name, partitions=2)
     _three_batches(s, name)
+    T0 = s.t0  # noqa: N806
     _delete(s, "to offset 1 (inside batch 1)", name, 1)
     list_offsets(s, "earliest after", name, -2)
     fetch(s, "fetch from 0 (now out of range)", name, 0)

@@ -46,7 +46,7 @@ def find_coordinator(s: Session, group: str) -> None:
     s.wait_for("find coordinator", FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]},
                until=lambda a: a["coordinators"][0]["error_code"] == 0, timeout=60)
     s.wait_for("coordinator loaded", DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False},
-               until=lambda a: a["groups"][0]["error_code"] not in (14, 15, 16), timeout=60)
+               until=lambda a: a["groups"][0]["error_code"] not in (14, 15, 16), timeout=60, record=False)
 
 
 def join_body(group: str, member: str = "", topic: str = "t", session_ms: int = 10000, instance: str | None = None,

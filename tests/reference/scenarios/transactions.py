@@ -31,7 +31,8 @@ def find_txn_coordinator(s: Session, txn: str) -> None:
     s.wait_for("find coordinator", FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn]},
                until=lambda a: a["coordinators"][0]["error_code"] == 0, timeout=60)
     s.wait_for("coordinator loaded", DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn]},
-               until=lambda a: a["transaction_states"][0]["error_code"] not in (14, 15, 16), timeout=60)
+               until=lambda a: a["transaction_states"][0]["error_code"] not in (14, 15, 16), timeout=60,
+               record=False)
 
 
 def init(s: Session, step: str, txn: str | None, timeout_ms: int = 60000, pid: int = -1, epoch: int = -1,
