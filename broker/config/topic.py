@@ -104,6 +104,7 @@ class TopicConfigDef:
     broker_synonym: str | None = None  # the broker config it defaults from (DescribeConfigs synonyms)
     since: str | None = None  # the first Kafka release that has it (None: every profile)
     until: str | None = None  # the first Kafka release that no longer has it
+    missing_in: tuple[str, ...] = ()  # releases in between that lack it
 
 
 def _const(value: str) -> Callable[[BrokerConfig], str]:
@@ -173,19 +174,21 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("local.retention.bytes", _int(-2, INT64_MAX), _const("-2"), "log.local.retention.bytes"),
     TopicConfigDef("remote.log.copy.disable", _bool, _const("false"), None, since="3.9"),
     TopicConfigDef("remote.log.delete.on.disable", _bool, _const("false"), None, since="3.9"),
-    TopicConfigDef("remote.copy.lag.ms", _int(0, INT64_MAX), _const("0"), "log.remote.copy.lag.ms", since="4.3"),
+    TopicConfigDef("remote.copy.lag.ms", _int(0, INT64_MAX), _const("0"), "log.remote.copy.lag.ms", since="4.4"),
     TopicConfigDef("remote.copy.lag.bytes", _int(-1, INT64_MAX), _const("-1"), "log.remote.copy.lag.bytes",
-                   since="4.3"),
+                   since="4.4"),
+    # In 4.2.2 and 4.4.0, not in 4.3.1 (the pinned releases, recorded).
     TopicConfigDef("max.decompressed.message.bytes", _int(0, INT32_MAX), _const("2147483639"),
-                   "max.decompressed.message.bytes", since="4.3"),
-    TopicConfigDef("errors.deadletterqueue.group.enable", _bool, _const("false"), None, since="4.3"),
+                   "max.decompressed.message.bytes", since="4.2", missing_in=("4.3",)),
+    TopicConfigDef("errors.deadletterqueue.group.enable", _bool, _const("false"), None, since="4.4"),
 )}
 
 
 def _available(definition: TopicConfigDef, release: str) -> bool:
     key = release_key(release)
     return ((definition.since is None or key >= release_key(definition.since))
-            and (definition.until is None or key < release_key(definition.until)))
+            and (definition.until is None or key < release_key(definition.until))
+            and release not in definition.missing_in)
 
 
 @cache

@@ -33,11 +33,16 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     # CREATE on the cluster, or on each topic (KafkaApis.handleCreateTopicsRequest).
     creatable = set(counts) if cluster_authorized(ctx, AclOperation.CREATE) else \
         authorized_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
+    kraft = ctx.broker.versions.since("4.0")
     results = []
+    answered: set[str] = set()
     for t in req.topics:
         if counts[t.name] > 1:
-            results.append(_result(t.name, ErrorCode.INVALID_REQUEST,
-                                    f"Create topics request from client contains duplicate topic {t.name}"))
+            # Kafka 4 (its controller) answers a repeated topic once; Kafka 3 once per mention.
+            if not (kraft and t.name in answered):
+                results.append(_result(t.name, ErrorCode.INVALID_REQUEST,
+                                        f"Create topics request from client contains duplicate topic {t.name}"))
+            answered.add(t.name)
             continue
         if t.name not in creatable:
             results.append(_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
@@ -60,7 +65,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if req.validate_only:
                 num_partitions, overrides = topics.check_create(t.name, num_partitions, replication_factor,
                                                                 configs)
-                topic_id = ZERO_UUID
+                # Kafka 4's controller names the topic it would create; Kafka 3 answers no id.
+                topic_id = uuid.uuid4() if kraft else ZERO_UUID
             else:
                 topic = topics.create(t.name, num_partitions, replication_factor, configs,
                                       now_ms=ctx.broker.now_ms())

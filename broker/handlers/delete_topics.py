@@ -55,7 +55,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                             "error_message": exc.message})
             continue
         deleted.append(name)
-        results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
+        # Kafka 4 names the deleted topic's id; Kafka 3 (ZooKeeper mode) answers a deletion by name without.
+        answered_id = topic.topic_id if topic_id != ZERO_UUID or ctx.broker.versions.since("4.0") else ZERO_UUID
+        results.append({"name": name, "topic_id": answered_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
     if deleted:
         groups = ctx.broker.groups

@@ -49,7 +49,8 @@ _LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.
                  "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
                  "controlled.shutdown.timeout.ms"}
 _LIST_OPTIONS = {"log.cleanup.policy"}
-# Listeners are described as a STRING up to Kafka 4.1 and as a LIST by 4.4 (recorded from both).
+# Listeners and log.dirs are described as a STRING up to Kafka 4.1 and as a LIST by 4.4 (recorded from both).
+LISTS_SINCE_4_4 = {"listeners", "advertised.listeners", "log.dirs"}
 LISTENERS_LIST_SINCE = "4.4"
 # Settings minibroker has without an option to change them, described with Kafka's defaults (what this
 # broker does): name -> (value, config type, read-only).
@@ -61,8 +62,9 @@ FIXED = {
     "min.insync.replicas": ("1", INT, False),  # a single broker
     "unclean.leader.election.enable": ("false", BOOLEAN, False),
 }
-# Kafka 4 clusters are formatted with a cluster-wide min.insync.replicas (KIP-966's ELR), a dynamic default.
-FORMATTED_DEFAULTS_SINCE = ("4.0", {"min.insync.replicas": "1"})
+# Kafka 4.1 and later format a cluster with a cluster-wide min.insync.replicas (KIP-966's ELR), a dynamic
+# default (4.0 does not: recorded from 4.0.2 and 4.1.2).
+FORMATTED_DEFAULTS_SINCE = ("4.1", {"min.insync.replicas": "1"})
 
 
 def _text(value: Any) -> str | None:
@@ -146,7 +148,7 @@ def topic_config_entries(ctx: RequestContext, overrides: dict[str, str], keys: s
 
 
 def _kind(name: str, versions: Any = None) -> int:
-    if name in ("listeners", "advertised.listeners"):
+    if name in LISTS_SINCE_4_4:
         return LIST if versions is not None and versions.since(LISTENERS_LIST_SINCE) else STRING
     if name in _LIST_OPTIONS:
         return LIST

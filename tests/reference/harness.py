@@ -352,9 +352,11 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
     if isinstance(value, dict):
         return {k: normalize(v, ids, k) for k, v in value.items()}
     if isinstance(value, list):
-        sort_by = None if key in ORDERED else _sort_key(value)
-        items = sorted(value, key=lambda i: (str(type(i[sort_by])), i[sort_by])) if sort_by else value
-        return [normalize(v, ids, None) for v in items]
+        # Elements are normalized first and sorted by their normalized key: made-up ids sort by the
+        # identity they were first seen as (member#0 before member#1), not by their random values.
+        items = [normalize(v, ids, None) for v in value]
+        sort_by = None if key in ORDERED else _sort_key(items)
+        return sorted(items, key=lambda i: (str(type(i[sort_by])), i[sort_by])) if sort_by else items
     return value
 
 
