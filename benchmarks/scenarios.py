@@ -336,8 +336,12 @@ def _perf_tool(main: str, args: list[str], timeout: float) -> str:
 
     from benchmarks.brokers import kafka_classpath
 
-    result = subprocess.run(["java", "-Xmx512m", "-cp", kafka_classpath(), main, *args], capture_output=True,
-                            text=True, timeout=timeout)
+    try:
+        result = subprocess.run(["java", "-Xmx512m", "-cp", kafka_classpath(), main, *args], capture_output=True,
+                                text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        raise RuntimeError(f"{main} did not finish within {timeout:.0f} s: {output[-600:]}") from None
     if result.returncode != 0:
         raise RuntimeError(f"{main} exited with {result.returncode}: {(result.stdout + result.stderr)[-800:]}")
     return result.stdout
@@ -353,7 +357,7 @@ def kafka_producer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any
     cpu = broker_cpu()
     out = _perf_tool("org.apache.kafka.tools.ProducerPerformance", [
         "--topic", topic, "--num-records", str(p.n_small), "--record-size", str(p.size_small), "--throughput", "-1",
-        "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5"], p.timeout)
+        "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5"], p.timeout * 0.8)
     cpu = broker_cpu() - cpu
     # "200000 records sent, 81234.5 records/sec (7.75 MB/sec), 12.3 ms avg latency, 300.0 ms max latency, 9 ms
     # 50th, 30 ms 95th, 40 ms 99th, 60 ms 99.9th."
@@ -379,13 +383,17 @@ def kafka_consumer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any
     cpu = broker_cpu()
     out = _perf_tool("org.apache.kafka.tools.ConsumerPerformance", [
         "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(p.n_small + 1),
-        "--timeout", str(int(p.timeout * 1000 // 2))], p.timeout)
+        "--timeout", str(int(p.timeout * 1000 // 2))], p.timeout * 0.8)
     cpu = broker_cpu() - cpu
     # A header line, then: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
     # rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
     rows = [line.split(",") for line in out.splitlines() if line.count(",") >= 9]
+    if not rows:
+        return {"ok": False, "error": f"no figures from the tool: {out[-600:]}"}
     values = [v.strip() for v in rows[-1]]
     consumed = int(float(values[4]))
+    if consumed < p.n_small:
+        return {"ok": False, "error": f"consumed {consumed} of {p.n_small} records: {out[-400:]}"}
     return {"tool": "kafka-consumer-perf-test", "topic": topic, "msgs": p.n_small, "consumed": consumed,
             "broker_cpu_s": cpu, "msgs_per_s": float(values[5]), "mb_per_s": float(values[3]),
             "rebalance_ms": float(values[6]), "fetch_msgs_per_s": float(values[9]),
