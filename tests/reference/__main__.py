@@ -8,7 +8,8 @@
              (`make reference-diff`)
     replay   the same table from the recordings, without a JVM (what `make test` checks)
 
---releases 3.9,4.1,4.4 and --scenarios a,b narrow the run; -v prints every difference.
+--releases 3.9,4.1,4.4 and --scenarios a,b narrow the run; -v prints every difference; --messages compares
+error message texts as well.
 """
 
 from __future__ import annotations
@@ -202,7 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--releases", default="", help="comma-separated (default: every release a scenario names)")
     ap.add_argument("--scenarios", default="", help="comma-separated scenario names (default: all)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print explained differences too")
+    ap.add_argument("--messages", action="store_true",
+                    help="compare error message texts too (not counted as differences by default)")
     ns = ap.parse_args(argv)
+    if ns.messages:
+        from tests.reference import harness
+
+        harness.COMPARE_MESSAGES = True
     if ns.command == "fetch":
         return cmd_fetch(ns)
     if ns.command == "record":

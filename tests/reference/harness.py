@@ -46,6 +46,7 @@ LEGITIMATE = {
 # Not compared at all: free text that clients show at most (an error's code is what they act on; tools print
 # the text, whatever it says). Whether there is a message at all varies as much.
 IGNORED = {"error_message", "batch_index_error_message"}
+COMPARE_MESSAGES = False  # `python -m tests.reference diff --messages`: compare them too, to read them
 # Ids a broker makes up: compared by identity within a scenario (the first node id seen is node#0, the same
 # value later is node#0 again), so that "the leader is the broker listed above" is still checked.
 IDENTITIES = {
@@ -335,7 +336,7 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
     """What is compared: LEGITIMATE fields as present/absent, IDENTITIES as first-seen names, unordered
     lists sorted."""
     ids = ids or _Identities()
-    if key in IGNORED:
+    if key in IGNORED and not COMPARE_MESSAGES:
         return "<not compared>"
     if key in LEGITIMATE:
         if isinstance(value, int) and not isinstance(value, bool) and key not in ("port", "throttle_time_ms"):
