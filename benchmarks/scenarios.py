@@ -178,16 +178,18 @@ def produce_kafka_python(bootstrap: str, p: Params, prefix: str) -> dict[str, An
             "ok": ok == p.kp_n}
 
 
-def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int, extra: dict | None = None,
+            admin_bootstrap: str | None = None) -> dict[str, Any]:
     """Read n messages produced just before (untimed) with an assigned consumer."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     topic = f"{prefix}-c-{size}-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic, p.partitions)
-    produced = _confluent_produce(bootstrap, topic, n, size, p.partitions)
+    create_topic(admin_bootstrap or bootstrap, topic, p.partitions)
+    produced = _confluent_produce(bootstrap, topic, n, size, p.partitions, extra)
     if not produced["ok"]:
         return {"ok": False, "error": f"producing the input failed: {produced}"}
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-{uuid.uuid4().hex[:8]}",
+                         **(extra or {}),
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          # keep librdkafka fetching rather than pausing on its local queue
                          "queued.min.messages": 10_000_000, "fetch.queue.backoff.ms": 10})
@@ -210,6 +212,42 @@ def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int) -> dict[s
             "elapsed_s": round(elapsed, 4),
             "msgs_per_s": round(got / elapsed, 1), "mb_per_s": round(nbytes / elapsed / 1e6, 2),
             "bytes": nbytes, "ok": got == n}
+
+
+def consume_kafka_python(bootstrap: str, p: Params, prefix: str, api_version: tuple[int, ...] | None
+                         ) -> dict[str, Any]:
+    """kafka-python reads kp_n messages produced just before (untimed, v2 batches of 100 bytes each),
+    assigned. Pinned to 0.10.1 it fetches with Fetch v3, so the broker down-converts every batch to message
+    format v1: against the same client unpinned (Fetch v4+, stored bytes), the difference is the cost of
+    down-conversion, in the broker's CPU per message above all."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic = f"{prefix}-kpc-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    produced = _confluent_produce(bootstrap, topic, p.kp_n, p.size_small, p.partitions)
+    if not produced["ok"]:
+        return {"ok": False, "error": f"producing the input failed: {produced}"}
+    extra = {"api_version": api_version} if api_version else {}
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+                             max_partition_fetch_bytes=1 << 20, **extra)
+    partitions = [TopicPartition(topic, i) for i in range(p.partitions)]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    got = nbytes = 0
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    deadline = started + p.timeout
+    while got < p.kp_n and time.perf_counter() < deadline:
+        for messages in consumer.poll(timeout_ms=100, max_records=10_000).values():
+            got += len(messages)
+            nbytes += sum(len(m.value or b"") for m in messages)
+    elapsed = time.perf_counter() - started
+    cpu = broker_cpu() - cpu
+    consumer.close()
+    return {"client": "kafka-python", "api_version": ".".join(map(str, api_version or ())) or "negotiated",
+            "topic": topic, "msgs": p.kp_n, "consumed": got, "broker_cpu_s": cpu, "elapsed_s": round(elapsed, 4),
+            "msgs_per_s": round(got / elapsed, 1), "mb_per_s": round(nbytes / elapsed / 1e6, 2), "bytes": nbytes,
+            "ok": got >= p.kp_n}  # the producer's warm-up message comes first
 
 
 def latency(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
@@ -400,6 +438,44 @@ def kafka_consumer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any
             "fetch_mb_per_s": float(values[8]), "bytes": consumed * p.size_small, "ok": consumed >= p.n_small}
 
 
+def _tls(run: Callable[[str, dict, str], dict[str, Any]]) -> dict[str, Any]:
+    """`run(tls_bootstrap, client_settings, plaintext_bootstrap)` against a minibroker of its own with an SSL
+    listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), started as the main
+    one is; its CPU is what the figures count. Compare with the plaintext rows of the same scenario."""
+    import tempfile
+
+    from benchmarks import brokers
+    from broker.testkit.security import main as make_certs
+
+    global BROKER_PID
+    certs = tempfile.mkdtemp(prefix="bench-certs-")
+    make_certs([certs, "--host", "127.0.0.1", "--host", "localhost"])
+    tls_port = brokers.free_port()
+    spec = brokers.minibroker_spec("--listen", f"SSL://127.0.0.1:{tls_port}",
+                                   "-o", f"ssl.keystore.location={certs}/broker.pem")
+    broker = brokers.start(spec)
+    main_pid, BROKER_PID = BROKER_PID, broker.pid
+    try:
+        settings = {"security.protocol": "ssl", "ssl.ca.location": f"{certs}/ca.pem"}
+        return run(f"127.0.0.1:{tls_port}", settings, broker.bootstrap)
+    finally:
+        BROKER_PID = main_pid
+        broker.stop()
+
+
+def produce_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    def run(tls: str, settings: dict, plain: str) -> dict[str, Any]:
+        topic = f"{prefix}-ptls-{size}-{uuid.uuid4().hex[:8]}"
+        create_topic(plain, topic, p.partitions)
+        return _confluent_produce(tls, topic, n, size, p.partitions, settings)
+
+    return _tls(run)
+
+
+def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    return _tls(lambda tls, settings, plain: consume(tls, p, prefix, n, size, settings, admin_bootstrap=plain))
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -407,6 +483,7 @@ class Scenario:
     metric: str  # the headline figure
     unit: str
     higher_is_better: bool
+    minibroker_only: bool = False  # a minibroker feature the other broker is not set up for (TLS)
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -421,6 +498,15 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("produce_kp_small", produce_kafka_python, "msgs_per_s", "msg/s", True),
     Scenario("consume_small", lambda b, p, x: consume(b, p, x, p.n_small, p.size_small), "msgs_per_s", "msg/s", True),
     Scenario("consume_large", lambda b, p, x: consume(b, p, x, p.n_large, p.size_large), "mb_per_s", "MB/s", True),
+    # The same over TLS (an SSL listener of a minibroker started for it): the cost of encryption.
+    Scenario("produce_large_tls", lambda b, p, x: produce_tls(p, x, p.n_large, p.size_large), "mb_per_s", "MB/s",
+             True, minibroker_only=True),
+    Scenario("consume_large_tls", lambda b, p, x: consume_tls(p, x, p.n_large, p.size_large), "mb_per_s", "MB/s",
+             True, minibroker_only=True),
+    # Message format v1 for an old client (Fetch v3, down-converted) against the same client on Fetch v4+.
+    Scenario("consume_kp_small", lambda b, p, x: consume_kafka_python(b, p, x, None), "msgs_per_s", "msg/s", True),
+    Scenario("consume_kp_old_format", lambda b, p, x: consume_kafka_python(b, p, x, (0, 10, 1)),
+             "msgs_per_s", "msg/s", True),
     Scenario("latency_p50", latency, "p50_ms", "ms", False),
     Scenario("txn", transactions, "txns_per_s", "txn/s", True),
     Scenario("group_join", group_join, "median_ms", "ms", False),

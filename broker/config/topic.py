@@ -153,9 +153,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("segment.jitter.ms", _int(0, INT64_MAX), _const("0"), "log.roll.jitter.ms"),
     TopicConfigDef("segment.ms", _int(1, INT64_MAX), lambda c: str(c.log_roll_ms), "log.roll.ms"),
     TopicConfigDef("unclean.leader.election.enable", _bool, _const("false"), "unclean.leader.election.enable"),
-    # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724);
-    # Kafka 4.0 removed them (KIP-724, KIP-937). Compression levels (KIP-390), tiered storage (KIP-405,
-    # KIP-950), replication throttles and the rest are kept and reported, and have no effect here.
+    # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724;
+    # message.downconversion.enable does apply: to Fetch v0-3); Kafka 4.0 removed them (KIP-724, KIP-937).
+    # Compression levels (KIP-390), tiered storage (KIP-405, KIP-950), replication throttles and the rest are
+    # kept and reported, and have no effect here.
     TopicConfigDef("message.format.version", _typed(_version, STRING), _const("3.0-IV1"),
                    "log.message.format.version", until="4.0"),
     TopicConfigDef("message.downconversion.enable", _bool, _const("true"), "log.message.downconversion.enable",
@@ -232,8 +233,11 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
         max_message_bytes=int(values["max.message.bytes"]),
         index_interval_bytes=int(values["index.interval.bytes"]),
         message_timestamp_type=values["message.timestamp.type"],
+        compression_type=values["compression.type"],
         message_timestamp_before_max_ms=int(values["message.timestamp.before.max.ms"]),
         message_timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),
+        # A 4.x profile has no such config (and no down-conversion to do).
+        message_downconversion_enable=values.get("message.downconversion.enable", "true").lower() == "true",
         cleanup_policy=values["cleanup.policy"],
         min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         delete_retention_ms=int(values["delete.retention.ms"]),

@@ -39,7 +39,8 @@ _DEFAULTS = BrokerConfig()
 _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
 # Broker settings whose Kafka default is null: the coarser setting decides (log.retention.hours,
 # log.roll.hours, ...). Unset, they are described with no value and list no default synonym.
-NULL_DEFAULTS = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms", "log.roll.jitter.ms"}
+NULL_DEFAULTS = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms", "log.roll.jitter.ms",
+                 "zookeeper.connection.timeout.ms"}
 # Once such a setting is set at some level, Kafka's synonyms go on to the coarser setting's default.
 _SYNONYM_TAILS = {"log.retention.ms": ("log.retention.hours", "168"), "log.roll.ms": ("log.roll.hours", "168")}
 # Kafka's config types of the broker options whose Python type does not say (DescribeConfigs v3+).
@@ -47,21 +48,24 @@ _LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.
                  "log.cleaner.backoff.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
                  "log.cleaner.max.compaction.lag.ms", "connections.max.idle.ms",
                  "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
-                 "controlled.shutdown.timeout.ms"}
+                 "controlled.shutdown.timeout.ms", "controlled.shutdown.retry.backoff.ms",
+                 "leader.imbalance.check.interval.seconds", "replica.lag.time.max.ms"}
+_SHORT_OPTIONS = {"offsets.topic.replication.factor", "transaction.state.log.replication.factor"}
 _LIST_OPTIONS = {"log.cleanup.policy"}
 # Listeners and log.dirs are described as a STRING up to Kafka 4.1 and as a LIST by 4.4 (recorded from both).
 LISTS_SINCE_4_4 = {"listeners", "advertised.listeners", "log.dirs"}
 LISTENERS_LIST_SINCE = "4.4"
 # Settings minibroker has without an option to change them, described with Kafka's defaults (what this
 # broker does): name -> (value, config type, read-only).
-FIXED = {
+SHORT = 4
+FIXED = {k: v for k, v in {
     "compression.type": ("producer", STRING, False),  # batches are stored as produced
     "delete.topic.enable": ("true", BOOLEAN, True),
     "log.retention.hours": ("168", INT, True),  # log.retention.ms decides when set
     "log.roll.hours": ("168", INT, True),
     "min.insync.replicas": ("1", INT, False),  # a single broker
     "unclean.leader.election.enable": ("false", BOOLEAN, False),
-}
+}.items() if k not in _BROKER_OPTIONS}  # (those that are options of the broker are described as options)
 # Kafka 4.1 and later format a cluster with a cluster-wide min.insync.replicas (KIP-966's ELR), a dynamic
 # default (4.0 does not: recorded from 4.0.2 and 4.1.2).
 FORMATTED_DEFAULTS_SINCE = ("4.1", {"min.insync.replicas": "1"})
@@ -107,13 +111,24 @@ def broker_chain(dynamic: DynamicConfigs, name: str, static_value: str | None, d
 def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms: list[dict[str, Any]],
            kind: int, version: int) -> dict[str, Any]:
     return {"name": name, "value": value, "read_only": read_only, "config_source": source,
-            "is_default": source == DEFAULT_CONFIG and version == 0, "is_sensitive": False,
+            "is_default": False, "is_sensitive": False,  # v0: Kafka 3.x never sets it
             "synonyms": synonyms if version >= 1 else [], "config_type": kind, "documentation": None}
 
 
 def _formatted_defaults(ctx: RequestContext) -> dict[str, str]:
     release, values = FORMATTED_DEFAULTS_SINCE
     return values if ctx.broker.versions.since(release) else {}
+
+
+def _with_formatted(chain: list[dict[str, Any]], name: str, formatted: dict[str, str],
+                    dynamic: DynamicConfigs) -> list[dict[str, Any]]:
+    """The chain with a formatted cluster-wide default in the dynamic default's place, unless that level
+    sets the setting itself."""
+    if name not in formatted or name in dynamic.levels[DEFAULT_LEVEL]:
+        return chain
+    at = sum(1 for entry in chain if entry["source"] == DYNAMIC_BROKER_CONFIG)
+    return [*chain[:at], {"name": name, "value": formatted[name], "source": DYNAMIC_DEFAULT_BROKER_CONFIG},
+            *chain[at:]]
 
 
 def topic_config_entries(ctx: RequestContext, overrides: dict[str, str], keys: set[str] | None, synonyms: bool,
@@ -134,8 +149,8 @@ def topic_config_entries(ctx: RequestContext, overrides: dict[str, str], keys: s
         if broker_name in _BROKER_OPTIONS:
             static_default = None if broker_name in NULL_DEFAULTS else definition.default(_DEFAULTS)
             static = definition.default(dynamic.static)
-            chain += broker_chain(dynamic, broker_name, static if static != definition.default(_DEFAULTS) else
-                                  static_default, static_default)
+            chain += _with_formatted(broker_chain(dynamic, broker_name, static if static != definition.default(
+                _DEFAULTS) else static_default, static_default), broker_name, formatted, dynamic)
         elif broker_name is not None and broker_name not in NULL_DEFAULTS:
             if broker_name in formatted:
                 chain.append({"name": broker_name, "value": formatted[broker_name],
@@ -158,7 +173,8 @@ def _kind(name: str, versions: Any = None) -> int:
         return FIXED[name][1]
     option = _BROKER_OPTIONS[name]
     return BOOLEAN if option.kind is bool else STRING if option.kind in (str, Path) else \
-        DOUBLE if option.kind is float else LONG if name in _LONG_OPTIONS else INT
+        DOUBLE if option.kind is float else LONG if name in _LONG_OPTIONS else SHORT if name in _SHORT_OPTIONS \
+        else INT
 
 
 def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int) -> list[dict]:
@@ -178,7 +194,7 @@ def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, 
                               _kind(name), version))
             continue
         static_and_default = (None, None) if name in INERT else _static_and_default(name, dynamic.static)
-        chain = broker_chain(dynamic, name, *static_and_default)
+        chain = _with_formatted(broker_chain(dynamic, name, *static_and_default), name, formatted, dynamic)
         value, source = (chain[0]["value"], chain[0]["source"]) if chain else (None, DEFAULT_CONFIG)
         out.append(_entry(name, value, source, name not in RECONFIGURABLE, chain if synonyms else [],
                           _kind(name, ctx.broker.versions), version))

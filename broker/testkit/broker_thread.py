@@ -21,11 +21,26 @@ from broker.config.options import BrokerConfig, Listener
 
 
 class BrokerThread:
-    """A broker running `trio.run` in its own thread of this process, on a kernel-chosen port."""
+    """A broker running `trio.run` in its own thread of this process, on a kernel-chosen port.
 
-    def __init__(self, data_dir: Path | str, **config: Any) -> None:
+    `security="SASL_SSL"` (or SSL, SASL_PLAINTEXT) makes its listener a secured one, with `users` (PLAIN and
+    SCRAM users; `{"alice": "secret"}`), a throw-away CA and certificates (broker.testkit.security), and
+    `client_auth` none|requested|required for SSL; `kafka_python()`, `confluent()` and `aiokafka()` give the
+    clients' settings for it. `security_settings` adds Kafka-named settings (`connections.max.reauth.ms`...).
+    """
+
+    def __init__(self, data_dir: Path | str, *, security: str | None = None, users: dict[str, str] | None = None,
+                 client_auth: str = "none", security_settings: dict[str, str] | None = None,
+                 sasl_mechanisms: tuple[str, ...] | None = None, **config: Any) -> None:
         self.data_dir = Path(data_dir)
         self._config_changes = config
+        self.security: Any = None  # broker.testkit.security.SecurityKit of a secured listener
+        self._security_settings = dict(security_settings or {})
+        if security is not None and security != "PLAINTEXT":
+            from broker.testkit.security import MECHANISMS, SecurityKit
+
+            self.security = SecurityKit(security, users, directory=self.data_dir.parent / f"{self.data_dir.name}-pki",
+                                        client_auth=client_auth, mechanisms=sasl_mechanisms or MECHANISMS)
         self._thread: threading.Thread | None = None
         self._server: Any = None
         self._token: Any = None
@@ -40,7 +55,11 @@ class BrokerThread:
 
     def config(self) -> BrokerConfig:
         # Keep the same port across restarts so clients can reconnect to the address they know.
-        cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0)], data_dir=self.data_dir)
+        name = self.security.protocol if self.security is not None else "PLAINTEXT"
+        cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0, name=name)], data_dir=self.data_dir)
+        if self.security is not None:
+            cfg.security.update(self.security.broker_settings())
+        cfg.security.update(self._security_settings)
         for key, value in self._config_changes.items():
             setattr(cfg, key, value)
         cfg.validate()
@@ -74,6 +93,7 @@ class BrokerThread:
         self._thread.start()
         if not started.wait(timeout) or self._error is not None:
             raise RuntimeError(f"minibroker did not start: {self._error!r}")
+        self._store_scram_users()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -95,6 +115,53 @@ class BrokerThread:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    # -- secured listeners (broker.testkit.security) ---------------------------------------------------------
+    def _store_scram_users(self) -> None:
+        """The users' SCRAM credentials, as AlterUserScramCredentials stores them (before any client comes)."""
+        from types import SimpleNamespace
+
+        if self.security is None or not self.security.users:
+            return
+        upsertions = [SimpleNamespace(name=user, mechanism=1 if mechanism == "SCRAM-SHA-256" else 2,
+                                      iterations=iterations, salt=salt, salted_password=salted)
+                      for user, creds in self.security.scram_credentials().items()
+                      for mechanism, (salt, salted, iterations) in creds.items()]
+        errors = self.call(lambda broker: broker.scram_credentials.alter([], upsertions))
+        if any(errors.values()):
+            raise RuntimeError(f"storing the test users' SCRAM credentials failed: {errors}")
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """Every bound (host, port), listener by listener (the first is `bootstrap`'s)."""
+        return list(self._require_server().listen_addresses)
+
+    def kafka_python(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
+        """kafka-python settings for this broker's listener (security_protocol, ssl_*, sasl_*); `password`,
+        `mechanism` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER) and `client_cert` may be given."""
+        return {} if self.security is None else self.security.kafka_python(user, **kw)
+
+    def confluent(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
+        """confluent-kafka (librdkafka) settings for this broker's listener."""
+        return {} if self.security is None else self.security.confluent(user, **kw)
+
+    def aiokafka(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
+        """aiokafka settings for this broker's listener."""
+        return {} if self.security is None else self.security.aiokafka(user, **kw)
+
+    def principals_seen(self) -> dict[str, int]:
+        """{principal: authentications}: who authenticated (SASL, or an SSL client certificate) so far."""
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: dict(server.metrics.principals), trio_token=self._token)
+
+    def authentications(self) -> dict[tuple[str, str, str], int]:
+        """{(listener, mechanism or "SSL", outcome ok|failed|expired): count} so far."""
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: dict(server.metrics.authentications), trio_token=self._token)
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Run `fn(broker, *args)` in the broker's trio thread (between requests, as a handler would) and
@@ -299,10 +366,12 @@ class BrokerThread:
 
 
 _READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
+_ADMIN = re.compile(r"admin (http://\S+?)\)")
 
 
 class BrokerProcess:
-    """`python -m broker` in a child process: for SIGKILL and restart tests."""
+    """`python -m broker` in a child process: for SIGKILL and restart tests. Started with
+    `--admin-listen`, its fault rules and introspection are reachable as on a BrokerThread (over HTTP)."""
 
     def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0) -> None:
         self.data_dir = Path(data_dir)
@@ -310,6 +379,7 @@ class BrokerProcess:
         self.port = port
         self.proc: subprocess.Popen[str] | None = None
         self.log_lines: list[str] = []
+        self.admin_url: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -328,6 +398,8 @@ class BrokerProcess:
                 m = _READY.search(line)
                 if m and not ready.is_set():
                     self.port = int(m.group(2))
+                    admin = _ADMIN.search(line)
+                    self.admin_url = admin.group(1) if admin else None
                     ready.set()
             ready.set()
 
@@ -346,3 +418,45 @@ class BrokerProcess:
             return 0
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- fault rules and introspection, through the admin endpoint (start with --admin-listen) ------------
+    def _admin(self, method: str, path: str, body: Any = None) -> Any:
+        import json
+        import urllib.request
+
+        if self.admin_url is None:
+            raise RuntimeError("the broker runs without an admin endpoint (--admin-listen)")
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.admin_url + path, data=data, method=method)
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
+    def inject(self, action: str, **rule: Any) -> int:
+        """A fault rule, as BrokerThread.inject; returns its id."""
+        return self._admin("POST", "/faults", {"action": action, **rule})["id"]
+
+    def inject_error(self, api: str | int, error: str | int, count: int | None = 1, **match: Any) -> int:
+        return self.inject("error", api=api, error=error, count=count, **match)
+
+    def faults(self) -> list[dict[str, Any]]:
+        return self._admin("GET", "/faults")
+
+    def clear_faults(self) -> None:
+        self._admin("DELETE", "/faults")
+
+    def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+        return self._admin("GET", "/topics" + ("?internal=true" if include_internal else ""))
+
+    def groups(self) -> dict[str, dict[str, Any]]:
+        return self._admin("GET", "/groups")
+
+    def transactions(self) -> dict[str, dict[str, Any]]:
+        return self._admin("GET", "/transactions")
+
+    def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        return self._admin("GET", f"/producers/{topic}/{partition}")

@@ -44,11 +44,18 @@ KNOWN: list[Known] = [
           "quotas, replication, KRaft, tiered storage...)", deliberate=True),
     Known("describe_all_broker_configs", "all", "*listeners].read_only", "advertised.listeners changes at run "
           "time and listeners does not, as on a 3.x broker (Kafka 4: the other way round)", deliberate=True),
+    Known("describe_all_broker_configs", "all", "*listener.security.protocol.map].read_only", "listeners and "
+          "their security protocols are set at start (Kafka can change them at run time)", deliberate=True),
     Known("describe_broker_configs", "broker loggers", "*].value", "logger levels are each broker's logging "
           "configuration", deliberate=True),
     Known("create_topics", "assignment to an unknown broker", "*", "Kafka 3.9 in ZooKeeper mode creates a topic "
           "assigned to an unregistered broker and times out; minibroker refuses it as Kafka 4 does",
           releases=("3.9",), deliberate=True),
+    # Open: the cluster's options (issue of the cluster work) are not dynamic yet; Kafka's are.
+    Known("describe_*broker_configs", "*", "*[name=min.insync.replicas].read_only", "min.insync.replicas cannot "
+          "change at run time yet (Kafka: a dynamic broker config)"),
+    Known("describe_*broker_configs", "*", "*[name=unclean.leader.election.enable].read_only",
+          "unclean.leader.election.enable cannot change at run time yet (Kafka: a dynamic broker config)"),
     # Not minibroker's: Kafka 3.9 in ZooKeeper mode kept applying deleted dynamic broker configs (a per-broker
     # and a cluster-default one, 30 s after the deletion was answered) in one of the two recordings made.
     Known("alter_broker_configs", "after delete", "*", "Kafka 3.9 (ZooKeeper mode) did not apply the deletion "

@@ -62,7 +62,10 @@ def describe_broker_configs(s: Session) -> None:
 # Settings of this very broker's setup (its addresses, paths, id, ZooKeeper; the reference's own settings,
 # tests/reference/kafka.py): how each broker was started, not how it answers. Compared by name only.
 _SETUP = {"listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "zookeeper.session.timeout.ms",
-          "broker.id", "node.id", "group.initial.rebalance.delay.ms", "log.retention.check.interval.ms"}
+          "broker.id", "node.id", "group.initial.rebalance.delay.ms", "log.retention.check.interval.ms",
+          "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+          "transaction.state.log.min.isr", "inter.broker.listener.name", "listener.security.protocol.map",
+          "controller.listener.names", "process.roles"}
 
 
 def _setup_values(_step: str, answer: Any) -> Any:
