@@ -39,6 +39,17 @@ SHARED_CONFIG = {"log.retention.check.interval.ms": str(7 * 86_400_000)}
 BASE_CONFIG = {**SHARED_CONFIG, "group.initial.rebalance.delay.ms": "0"}
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: Linux kills it when the process that started it dies (a test run killed by
+    a timeout leaves no JVM behind)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -225,7 +236,8 @@ class KafkaCluster:
     def _launch(self, node: KafkaNode) -> None:
         out = open(node.dir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child process
         node.proc = subprocess.Popen(self._java(node, "kafka.Kafka", str(node.dir / "server.properties")),
-                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         out.close()
 
     def wait_ready(self, timeout: float = 120.0, nodes: list[int] | None = None) -> None:
