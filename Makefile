@@ -7,7 +7,8 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run cluster test lint bench fuzz soak load pipeline clean bytecode certs
+.PHONY: install system-deps reference-deps run cluster test lint bench fuzz soak load pipeline clean bytecode certs \
+	reference-fetch reference-record reference-diff reference-test
 
 install: $(VENV)/.installed
 
@@ -65,6 +66,27 @@ soak: install
 # reader; prints the broker's memory and how fairly the clients were served.
 load: install
 	$(PY) -m tests.load.run
+
+# Apache Kafka as the oracle (tests/reference/): pinned releases fetched with Maven into ~/.cache/minibroker
+# (a second run fetches nothing), the differential scenarios recorded against Kafka (tests/reference/recorded/,
+# replayed by `make test` without a JVM), or run against Kafka and minibroker live with a table of differences.
+# REFERENCE_ARGS="--releases 4.1 --scenarios metadata -v" narrows a run.
+REFERENCE_ARGS ?=
+reference-deps:
+	@scripts/install-reference-deps.sh
+
+reference-fetch: install reference-deps
+	$(PY) -m tests.reference fetch $(REFERENCE_ARGS)
+
+reference-record: install reference-deps
+	$(PY) -m tests.reference record $(REFERENCE_ARGS)
+
+reference-diff: install reference-deps
+	$(PY) -m tests.reference diff $(REFERENCE_ARGS)
+
+# The reference brokers' own tests, clusters included (3 KRaft nodes, 3.9 on ZooKeeper, node kills).
+reference-test: install reference-deps
+	MINIBROKER_REFERENCE_CLUSTERS=1 $(PY) -m pytest $(PYTEST_ARGS) tests/reference
 
 # The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
 # BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.

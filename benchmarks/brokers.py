@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def tansu_binary() -> str | None:
 @dataclass
 class BrokerSpec:
     name: str
-    command: list[str]  # "{port}" and "{data}" are substituted
+    command: list[str]  # "{port}", "{data}" (its data dir) and "{dir}" (the run's directory) are substituted
+    # Runs before the clock starts, with (port, run directory): Kafka writes its config and formats its storage.
+    setup: Callable[[int, str], None] | None = None
 
 
 def minibroker_spec(*extra: str) -> BrokerSpec:
@@ -54,6 +57,59 @@ def tansu_spec(binary: str) -> BrokerSpec:
     return BrokerSpec("tansu", [binary, "broker", "--listener-url", "tcp://127.0.0.1:{port}",
                                 "--advertised-listener-url", "tcp://127.0.0.1:{port}",
                                 "--storage-engine", "memory://tansu/"])
+
+
+KAFKA_RELEASE = "4.4"
+# The JVM options of Kafka's own launcher (bin/kafka-server-start.sh, kafka-run-class.sh): a 1 GB heap and G1.
+KAFKA_JVM = ["-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true"]
+
+
+def kafka_classpath(release: str = KAFKA_RELEASE) -> str:
+    """Kafka's broker and tools jars (fetched on first use); raises tests.kafka_jars.Unavailable."""
+    from tests.reference import releases
+
+    return releases.classpath(release)
+
+
+def kafka_spec(release: str = KAFKA_RELEASE) -> tuple[BrokerSpec | None, str | None]:
+    """Apache Kafka as its distribution configures a single node: KRaft combined mode, the sample
+    server.properties' settings (replication factors of 1 for the internal topics, no initial rebalance delay),
+    every other setting Kafka's default (it flushes nothing itself: the OS writes the page cache back).
+    (None, why) when the jars cannot be had."""
+    from tests import kafka_jars
+
+    try:
+        classpath = kafka_classpath(release)
+    except kafka_jars.Unavailable as exc:
+        return None, str(exc)
+    if shutil.which("java") is None:
+        return None, "Java is not installed"
+
+    def setup(port: int, run_dir: str) -> None:
+        controller = free_port()
+        data = os.path.join(run_dir, "data")
+        Path(run_dir, "server.properties").write_text(
+            f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{controller}\n"
+            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}\n"
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+            f"log.dirs={data}\noffsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n"
+            "transaction.state.log.min.isr=1\nshare.coordinator.state.topic.replication.factor=1\n"
+            "share.coordinator.state.topic.min.isr=1\ngroup.initial.rebalance.delay.ms=0\n")
+        Path(run_dir, "log4j2.properties").write_text(
+            "appender.file.type = File\nappender.file.name = FILE\n"
+            f"appender.file.fileName = {os.path.join(run_dir, 'server.log')}\n"
+            "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\nrootLogger.appenderRef.file.ref = FILE\n")
+        from tests.reference.kafka import new_cluster_id
+
+        subprocess.run(["java", "-Xmx256m", "-cp", classpath, "kafka.tools.StorageTool", "format", "-t",
+                        new_cluster_id(), "-c", os.path.join(run_dir, "server.properties")],
+                       check=True, capture_output=True, timeout=120)
+
+    return BrokerSpec("kafka", ["java", *KAFKA_JVM, "-Dlog4j2.configurationFile={dir}/log4j2.properties",
+                                "-cp", classpath, "kafka.Kafka", "{dir}/server.properties"], setup), None
 
 
 def _api_versions(port: int, timeout: float) -> None:
@@ -115,7 +171,9 @@ def start(spec: BrokerSpec, timeout: float = 60.0, idle_settle_s: float = 1.0) -
     data_dir = tempfile.mkdtemp(prefix=f"bench-{spec.name}-")
     log_path = os.path.join(data_dir, "broker.log") if spec.name != "minibroker" else \
         tempfile.mkstemp(prefix="bench-minibroker-", suffix=".log")[1]
-    command = [part.format(port=port, data=os.path.join(data_dir, "data")) for part in spec.command]
+    if spec.setup is not None:
+        spec.setup(port, data_dir)
+    command = [part.format(port=port, data=os.path.join(data_dir, "data"), dir=data_dir) for part in spec.command]
     log = open(log_path, "ab")
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)

@@ -1,5 +1,6 @@
 """From results to the summary: medians per scenario, minibroker / Tansu ratios, and the targets of
-issue 8 with pass or fail. Pure functions of the JSON-ready results (unit-tested)."""
+issue 8 with pass or fail; Apache Kafka's figures beside them (minibroker / Kafka, no targets). Pure functions
+of the JSON-ready results (unit-tested)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ class Row:
     passed: bool | None  # None: not measured (e.g. Tansu absent for a ratio target)
     minibroker_cpu_us_per_msg: float | None = None
     tansu_cpu_us_per_msg: float | None = None
+    kafka: float | None = None  # Apache Kafka (newest release, one KRaft node, its default configuration)
+    kafka_ratio: float | None = None  # minibroker / Kafka
+    kafka_cpu_us_per_msg: float | None = None
 
 
 def median_of(runs: list[dict[str, Any]], field: str) -> float | None:
@@ -79,10 +83,11 @@ _UNITS = {"latency_p99": ("ms", False), "startup": ("ms", False), "idle_rss": ("
 def summarize(results: dict[str, Any]) -> list[Row]:
     mini = _figures(results["brokers"].get("minibroker", {}))
     tansu = _figures(results["brokers"].get("tansu", {}))
+    kafka = _figures(results["brokers"].get("kafka", {}))
     targets = {t.row: t for t in TARGETS}
     rows = []
     for row in [*SCENARIOS, "latency_p99", "startup", "idle_rss", "final_rss"]:
-        if row not in mini and row not in tansu:
+        if row not in mini and row not in tansu and row not in kafka:
             continue
         if row in SCENARIOS:
             unit, higher = SCENARIOS[row].unit, SCENARIOS[row].higher_is_better
@@ -97,7 +102,10 @@ def summarize(results: dict[str, Any]) -> list[Row]:
             passed = ratio >= target.value if higher else ratio <= target.value
         elif target is not None and target.kind == "max" and m is not None:
             passed = m <= target.value
-        rows.append(Row(row, unit, higher, m, t, ratio, target.text if target else "", passed, m_cpu, t_cpu))
+        k, k_cpu = kafka.get(row, (None, None))
+        k_ratio = round(m / k, 3) if m is not None and k else None
+        rows.append(Row(row, unit, higher, m, t, ratio, target.text if target else "", passed, m_cpu, t_cpu,
+                        k, k_ratio, k_cpu))
     return rows
 
 
@@ -112,14 +120,15 @@ def _fmt(value: float | None) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    lines = [f"{'row':<20} {'unit':<6} {'minibroker':>12} {'Tansu':>12} {'ratio':>7}  {'target':<15} result"
-             f"   CPU us/msg (mini / Tansu)", "-" * 110]
+    lines = [f"{'row':<20} {'unit':<6} {'minibroker':>12} {'Tansu':>12} {'ratio':>7}  {'target':<15} result "
+             f"{'Kafka':>12} {'mini/Kafka':>10}   CPU us/msg (mini / Tansu / Kafka)", "-" * 140]
     for r in rows:
         result = {True: "pass", False: "FAIL", None: "-"}[r.passed]
         cpu = "" if r.minibroker_cpu_us_per_msg is None else \
-            f"   {_fmt(r.minibroker_cpu_us_per_msg)} / {_fmt(r.tansu_cpu_us_per_msg)}"
+            f"   {_fmt(r.minibroker_cpu_us_per_msg)} / {_fmt(r.tansu_cpu_us_per_msg)} / {_fmt(r.kafka_cpu_us_per_msg)}"
         lines.append(f"{r.row:<20} {r.unit:<6} {_fmt(r.minibroker):>12} {_fmt(r.tansu):>12} "
-                     f"{_fmt(r.ratio):>7}  {r.target:<15} {result:<6}{cpu}")
+                     f"{_fmt(r.ratio):>7}  {r.target:<15} {result:<6} {_fmt(r.kafka):>12} {_fmt(r.kafka_ratio):>10}"
+                     f"{cpu}")
     return "\n".join(lines)
 
 

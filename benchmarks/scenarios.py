@@ -368,6 +368,76 @@ def group_join(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
             "first_message_ms": [round(t, 1) for t in firsts], "ok": True}
 
 
+def _perf_tool(main: str, args: list[str], timeout: float) -> str:
+    """Run one of Kafka's perf tools (kafka-tools, the release the benchmark runs) and return its output."""
+    import subprocess
+
+    from benchmarks.brokers import kafka_classpath
+
+    try:
+        result = subprocess.run(["java", "-Xmx512m", "-cp", kafka_classpath(), main, *args], capture_output=True,
+                                text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        raise RuntimeError(f"{main} did not finish within {timeout:.0f} s: {output[-600:]}") from None
+    if result.returncode != 0:
+        raise RuntimeError(f"{main} exited with {result.returncode}: {(result.stdout + result.stderr)[-800:]}")
+    return result.stdout
+
+
+def kafka_producer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
+    """kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance): n_small x size_small, acks=all,
+    linger.ms=5, as fast as it goes; its own summary line is the measurement."""
+    import re
+
+    topic = f"{prefix}-kpp-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    cpu = broker_cpu()
+    out = _perf_tool("org.apache.kafka.tools.ProducerPerformance", [
+        "--topic", topic, "--num-records", str(p.n_small), "--record-size", str(p.size_small), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5"], p.timeout * 0.8)
+    cpu = broker_cpu() - cpu
+    # "200000 records sent, 81234.5 records/sec (7.75 MB/sec), 12.3 ms avg latency, 300.0 ms max latency, 9 ms
+    # 50th, 30 ms 95th, 40 ms 99th, 60 ms 99.9th."
+    summary = [line for line in out.splitlines() if "records sent" in line][-1]
+    numbers = [float(x) for x in re.findall(r"[-\d.]+(?= (?:records sent|records/sec|MB/sec|ms ))", summary)]
+    sent, rate, mb, avg, worst = numbers[:5]
+    percentiles = [float(x) for x in re.findall(r"([\d.]+) ms (?:50th|95th|99th|99\.9th)", summary)]
+    return {"tool": "kafka-producer-perf-test", "topic": topic, "msgs": p.n_small, "delivered": int(sent),
+            "broker_cpu_s": cpu, "msgs_per_s": rate, "mb_per_s": mb, "avg_latency_ms": avg, "max_latency_ms": worst,
+            "p50_ms": percentiles[0] if percentiles else None,
+            "p99_ms": percentiles[2] if len(percentiles) > 2 else None,
+            "bytes": int(sent) * p.size_small, "summary": summary.strip(), "ok": int(sent) == p.n_small}
+
+
+def kafka_consumer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
+    """kafka-consumer-perf-test (org.apache.kafka.tools.ConsumerPerformance) reading n_small records of
+    size_small produced just before (untimed), in a consumer group of its own."""
+    topic = f"{prefix}-kcp-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    produced = _confluent_produce(bootstrap, topic, p.n_small, p.size_small, p.partitions)
+    if not produced["ok"]:
+        return {"ok": False, "error": f"producing the input failed: {produced}"}
+    cpu = broker_cpu()
+    out = _perf_tool("org.apache.kafka.tools.ConsumerPerformance", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(p.n_small + 1),
+        "--timeout", str(int(p.timeout * 1000 // 2))], p.timeout * 0.8)
+    cpu = broker_cpu() - cpu
+    # A header line, then: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+    # rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+    rows = [line.split(",") for line in out.splitlines() if line.count(",") >= 9]
+    if not rows:
+        return {"ok": False, "error": f"no figures from the tool: {out[-600:]}"}
+    values = [v.strip() for v in rows[-1]]
+    consumed = int(float(values[4]))
+    if consumed < p.n_small:
+        return {"ok": False, "error": f"consumed {consumed} of {p.n_small} records: {out[-400:]}"}
+    return {"tool": "kafka-consumer-perf-test", "topic": topic, "msgs": p.n_small, "consumed": consumed,
+            "broker_cpu_s": cpu, "msgs_per_s": float(values[5]), "mb_per_s": float(values[3]),
+            "rebalance_ms": float(values[6]), "fetch_msgs_per_s": float(values[9]),
+            "fetch_mb_per_s": float(values[8]), "bytes": consumed * p.size_small, "ok": consumed >= p.n_small}
+
+
 def _tls(run: Callable[[str, dict, str], dict[str, Any]]) -> dict[str, Any]:
     """`run(tls_bootstrap, client_settings, plaintext_bootstrap)` against a minibroker of its own with an SSL
     listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), started as the main
@@ -440,4 +510,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("latency_p50", latency, "p50_ms", "ms", False),
     Scenario("txn", transactions, "txns_per_s", "txn/s", True),
     Scenario("group_join", group_join, "median_ms", "ms", False),
+    # Kafka's own tools as a second, standard measurement (need Java and the kafka-tools jars).
+    Scenario("kafka_producer_perf", kafka_producer_perf, "msgs_per_s", "msg/s", True),
+    Scenario("kafka_consumer_perf", kafka_consumer_perf, "fetch_msgs_per_s", "msg/s", True),
 ]}

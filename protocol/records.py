@@ -61,6 +61,10 @@ class CorruptRecordError(ValueError):
     """Malformed record data: Kafka's CorruptRecordException (CORRUPT_MESSAGE)."""
 
 
+class TruncatedBatchError(CorruptRecordError):
+    """The bytes end inside a batch (Kafka's batch iterator stops there rather than failing)."""
+
+
 class InvalidMagicError(CorruptRecordError):
     """A v0/v1 message set where a v2 batch is required.
 
@@ -135,22 +139,23 @@ def parse_batch_header(buf: Buffer, pos: int = 0) -> BatchHeader:
 def iter_batches(buf: Buffer) -> Iterator[tuple[BatchHeader, int, int]]:
     """(header, start, end) of each batch in concatenated v2 batches, checking framing only (no CRC).
 
-    Raises CorruptRecordError on a truncated batch, a bad length or magic, or a negative record count,
-    and InvalidMagicError (a CorruptRecordError) on a v0/v1 message.
+    Raises CorruptRecordError on a bad length or magic, or a negative record count, TruncatedBatchError (a
+    CorruptRecordError) when the bytes end inside a batch, and InvalidMagicError (a CorruptRecordError) on
+    a v0/v1 message.
     """
     n = len(buf)
     pos = 0
     while pos < n:
         remaining = n - pos
         if remaining < LOG_OVERHEAD:
-            raise CorruptRecordError(f"truncated batch at byte {pos}: {remaining} bytes left")
+            raise TruncatedBatchError(f"truncated batch at byte {pos}: {remaining} bytes left")
         length = _INT32.unpack_from(buf, pos + 8)[0]
         # Kafka's order (ByteBufferLogInputStream): size floor of any magic, then the magic itself.
         if length < LEGACY_RECORD_OVERHEAD_V0:
             raise CorruptRecordError(f"record size {length} is less than the minimum record overhead "
                                      f"({LEGACY_RECORD_OVERHEAD_V0})")
         if remaining <= MAGIC_OFFSET:
-            raise CorruptRecordError(f"truncated batch at byte {pos}: {remaining} bytes left")
+            raise TruncatedBatchError(f"truncated batch at byte {pos}: {remaining} bytes left")
         magic = buf[pos + MAGIC_OFFSET]
         if magic != 2:
             if magic in (0, 1):
@@ -162,8 +167,8 @@ def iter_batches(buf: Buffer) -> Iterator[tuple[BatchHeader, int, int]]:
                                      f"than the minimum allowed overhead {BATCH_HEADER_SIZE})")
         end = pos + LOG_OVERHEAD + length
         if end > n:
-            raise CorruptRecordError(f"truncated batch at byte {pos}: needs {length + LOG_OVERHEAD} bytes, "
-                                     f"{remaining} left")
+            raise TruncatedBatchError(f"truncated batch at byte {pos}: needs {length + LOG_OVERHEAD} bytes, "
+                                      f"{remaining} left")
         header = BatchHeader(*_HEADER.unpack_from(buf, pos))
         if header.records_count < 0:
             raise CorruptRecordError(f"found invalid record count {header.records_count}")

@@ -20,3 +20,7 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
     server = ZooKeeperServer().start()
     yield server
     server.cleanup()
+
+
+# Apache Kafka reference brokers beside the minibroker fixture (tests/reference/plugin.py).
+from tests.reference.plugin import kafka_reference, kafka_reference_pool  # noqa: E402, F401

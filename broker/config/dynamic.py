@@ -81,6 +81,11 @@ INERT: dict[str, tuple[Callable[[str], None], int]] = {
     "metric.reporters": (_text, 7),
 }
 RECONFIGURABLE = RECONFIGURABLE | INERT.keys()
+# This broker's settings that cannot change at run time (Kafka refuses them; it keeps unknown names). The
+# settings DescribeConfigs reports without an option are read-only or not dynamic here either.
+KNOWN_STATIC = frozenset(OPTIONS_BY_NAME.keys() | {"listeners", "delete.topic.enable", "log.retention.hours",
+                                                   "log.roll.hours", "compression.type", "min.insync.replicas",
+                                                   "unclean.leader.election.enable"}) - RECONFIGURABLE
 _TOPIC_CHECKS = {d.broker_synonym: d.check for d in TOPIC_CONFIGS.values() if d.broker_synonym}
 _LISTENER = re.compile(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:,]*):(\d+)")
 
@@ -138,7 +143,7 @@ class DynamicConfigs:
         try:
             stored = json.loads(path.read_text())
             for level in self.levels:
-                self.levels[level] = {k: str(v) for k, v in stored.get(level, {}).items() if k in RECONFIGURABLE}
+                self.levels[level] = {k: str(v) for k, v in stored.get(level, {}).items() if k not in KNOWN_STATIC}
         except FileNotFoundError:
             pass
         except (OSError, ValueError) as exc:
@@ -158,8 +163,10 @@ class DynamicConfigs:
         return None
 
     def alter(self, level: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> None:
-        """Replace a level's dynamic configs (validated as a whole, persisted, applied)."""
-        refused = sorted(n for n in overrides if n not in RECONFIGURABLE)
+        """Replace a level's dynamic configs (validated as a whole, persisted, applied). Names that are no
+        setting of this broker are kept and have no effect, as Kafka keeps names it does not know; its own
+        settings that cannot change at run time are refused."""
+        refused = sorted(n for n in overrides if n not in RECONFIGURABLE and n in KNOWN_STATIC)
         if refused:
             raise DynamicConfigError(f"Cannot update these configs dynamically: Set({', '.join(refused)})")
         if level == DEFAULT_LEVEL and PER_BROKER_ONLY & overrides.keys():

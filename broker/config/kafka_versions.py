@@ -14,8 +14,11 @@ makes minibroker look like that release. Each range is cut to the versions minib
 Requests outside the profile's ranges are refused as the release would refuse them (the connection is
 closed; ApiVersions answers UNSUPPORTED_VERSION with the ranges).
 
-The tables are what each release's broker answers (as recorded by kafka-python, which tests its
-version inference against real brokers; tests/unit/test_kafka_versions.py compares them).
+The tables are what each release's broker answers: recorded from the live release (the newest patch level
+tests/reference pins: 3.x in ZooKeeper mode, 4.x in KRaft mode) into tests/reference/recorded/<release>/
+api_versions.json, which tests/unit/test_kafka_versions.py compares them with (`make reference-record`
+refreshes them, `make reference-diff` checks them live). 4.0 is 4.0.1 and later, which serve JoinGroup v0-1
+again after 4.0.0 had removed them.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ RELEASE_API_VERSIONS: dict[str, dict[int, tuple[int, int]]] = {
         58: (0, 0), 60: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1), 67: (0, 0), 68: (0, 0), 69: (0, 0)
     },
     "4.0": {
-        0: (0, 12), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (2, 9), 12: (0, 4),
+        0: (0, 12), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
         13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
         22: (0, 5), 23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5), 29: (1, 3), 30: (1, 3),
         31: (1, 3), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 38: (1, 3), 39: (1, 2),
@@ -73,19 +76,54 @@ RELEASE_API_VERSIONS: dict[str, dict[int, tuple[int, int]]] = {
         80: (0, 0), 81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 0), 86: (0, 0), 87: (0, 0), 90: (0, 0), 91: (0, 0),
         92: (0, 0)
     },
+    "4.2": {
+        0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+        13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+        22: (0, 5), 23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 29: (1, 3), 30: (1, 3),
+        31: (1, 3), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 38: (1, 3), 39: (1, 2),
+        40: (1, 2), 41: (1, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1),
+        49: (0, 1), 50: (0, 0), 51: (0, 0), 55: (0, 2), 57: (0, 2), 60: (0, 2), 61: (0, 0), 64: (0, 0), 65: (0, 0),
+        66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 75: (0, 0), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),
+        80: (0, 1), 81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 88: (0, 0), 89: (0, 0),
+        90: (0, 1), 91: (0, 0), 92: (0, 0)
+    },
+    "4.3": {
+        0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+        13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+        22: (0, 5), 23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 29: (1, 3), 30: (1, 3),
+        31: (1, 3), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5), 36: (0, 2), 37: (0, 3), 38: (1, 3), 39: (1, 2),
+        40: (1, 2), 41: (1, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1),
+        49: (0, 1), 50: (0, 0), 51: (0, 0), 55: (0, 2), 57: (0, 2), 60: (0, 2), 61: (0, 0), 64: (0, 0), 65: (0, 0),
+        66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 75: (0, 0), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),
+        80: (0, 1), 81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 88: (0, 0), 89: (0, 0),
+        90: (0, 1), 91: (0, 0), 92: (0, 0)
+    },
+    "4.4": {
+        0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+        13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 5), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+        22: (0, 5), 23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 6), 29: (1, 3), 30: (1, 3),
+        31: (1, 3), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5), 36: (0, 2), 37: (0, 3), 38: (1, 3), 39: (1, 2),
+        40: (1, 2), 41: (1, 3), 42: (0, 3), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1),
+        49: (0, 1), 50: (0, 0), 51: (0, 0), 55: (0, 2), 57: (0, 2), 60: (0, 2), 61: (0, 0), 64: (0, 0), 65: (0, 0),
+        66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 75: (0, 0), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),
+        80: (0, 1), 81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 88: (0, 1), 89: (0, 1),
+        90: (0, 1), 91: (0, 0), 92: (0, 0), 93: (0, 0), 94: (0, 0)
+    },
 }
 
-# metadata.version (KIP-778) a freshly formatted cluster of each release finalizes: its latest production
-# level (MetadataVersion.LATEST_PRODUCTION), and the lowest level its brokers support.
+# metadata.version (KIP-778) a freshly formatted KRaft cluster of each 4.x release finalizes: its latest
+# production level (MetadataVersion.LATEST_PRODUCTION), and the lowest level its brokers support. The 3.x
+# profiles are ZooKeeper-mode brokers, which advertise and finalize no features at all (recorded from Kafka
+# 3.9 in ZooKeeper mode: tests/reference/recorded/3.9/api_versions.json).
 METADATA_VERSION: dict[str, tuple[int, int]] = {
-    "3.7": (1, 19),  # 3.0-IV1 .. 3.7-IV4
-    "3.8": (1, 20),  # .. 3.8-IV0
-    "3.9": (1, 21),  # .. 3.9-IV0
     "4.0": (7, 25),  # 3.3-IV3 .. 4.0-IV3 (4.0 dropped the levels below 3.3-IV3)
     "4.1": (7, 27),  # .. 4.1-IV1
+    "4.2": (7, 29),
+    "4.3": (7, 30),
+    "4.4": (7, 33),
 }
-# kraft.version (KIP-853) exists from 3.9; a single-node cluster stays at 0.
-KRAFT_VERSION_SINCE = "3.9"
+# kraft.version (KIP-853): 0..1 on every 4.x broker; a single-node cluster stays at level 0 (not finalized).
+KRAFT_VERSION = (0, 1)
 
 # Versions a release advertises but refuses: {api_key: lowest accepted}. Kafka 4 keeps Produce v0 in its
 # ApiVersions answer (old librdkafka stops compressing otherwise, KAFKA-18659) and answers v0-2 with
@@ -124,22 +162,28 @@ class VersionProfile:
         lo_hi = self.accepted.get(api_key)
         return lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]
 
+    def since(self, release: str) -> bool:
+        """Whether the profile's release is `release` or newer: for answers that changed in a release."""
+        return release_key(self.release) >= release_key(release)
+
 
 def _features(release: str) -> dict[str, Any]:
+    if release not in METADATA_VERSION:  # a ZooKeeper-mode (3.x) broker
+        return {"supported_features": [], "finalized_features_epoch": 0, "finalized_features": []}
     lo, hi = METADATA_VERSION[release]
-    supported = [{"name": "metadata.version", "min_version": lo, "max_version": hi}]
-    if _release_key(release) >= _release_key(KRAFT_VERSION_SINCE):
-        supported.append({"name": "kraft.version", "min_version": 0, "max_version": 1})
+    supported = [{"name": "metadata.version", "min_version": lo, "max_version": hi},
+                 {"name": "kraft.version", "min_version": KRAFT_VERSION[0], "max_version": KRAFT_VERSION[1]}]
     return {"supported_features": supported, "finalized_features_epoch": 1,
             "finalized_features": [{"name": "metadata.version", "max_version_level": hi, "min_version_level": hi}]}
 
 
-def _release_key(release: str) -> tuple[int, ...]:
+def release_key(release: str) -> tuple[int, ...]:
+    """"4.1" -> (4, 1): releases in order."""
     return tuple(int(part) for part in release.split("."))
 
 
 def releases() -> list[str]:
-    return sorted(RELEASE_API_VERSIONS, key=_release_key)
+    return sorted(RELEASE_API_VERSIONS, key=release_key)
 
 
 def check_release(kafka_version: str) -> str:
@@ -152,7 +196,7 @@ def check_release(kafka_version: str) -> str:
 
 def accepted_from(release: str) -> dict[int, int]:
     """{api_key: lowest version accepted} where `release` advertises lower versions it refuses."""
-    return dict(_ACCEPTED_FROM) if _release_key(release) >= _release_key(_ADVERTISED_NOT_ACCEPTED_SINCE) else {}
+    return dict(_ACCEPTED_FROM) if release_key(release) >= release_key(_ADVERTISED_NOT_ACCEPTED_SINCE) else {}
 
 
 def resolve(served: Mapping[int, tuple[int, int, int]], kafka_version: str = DEFAULT) -> VersionProfile:

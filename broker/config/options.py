@@ -113,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("broker.id", "broker_id", int, "This broker's node id."),
     Option("log.dirs", "data_dir", Path, "Directory holding partition logs and broker state."),
     Option("auto.create.topics.enable", "auto_create_topics", bool,
-           "Create unknown topics on Metadata and Produce."),
+           "Create unknown topics when Metadata asks for them (Produce never creates one, as in Kafka)."),
     Option("num.partitions", "num_partitions", int, "Partitions of an auto-created topic."),
     Option("default.replication.factor", "default_replication_factor", int,
            "Replication factor reported for topics (a single broker: 1)."),

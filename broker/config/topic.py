@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 
+from broker.config.kafka_versions import DEFAULT, check_release, release_key
 from broker.config.options import BrokerConfig
 from broker.log.config import LogConfig
 
@@ -46,9 +48,11 @@ def _int(lo: int, hi: int) -> Callable[[str], None]:
 
 
 def _choice(*allowed: str, many: bool = False) -> Callable[[str], None]:
+    """One of `allowed`, or (many) a comma-separated list of them, empty included: Kafka 3.9 and 4.x take an
+    empty cleanup.policy (subtracting its last value), which neither deletes nor compacts."""
     def check(value: str) -> None:
-        items = [v.strip() for v in value.split(",")] if many else [value]
-        if not items or any(v not in allowed for v in items):
+        items = [v.strip() for v in value.split(",") if v.strip()] if many else [value]
+        if (not many and not items) or any(v not in allowed for v in items):
             raise InvalidConfigError(f"value {value!r} must be {'some of' if many else 'one of'} {allowed}")
     return _typed(check, LIST if many else STRING)
 
@@ -65,6 +69,16 @@ def _float(lo: float, hi: float) -> Callable[[str], None]:
 
 
 _bool = _typed(_choice("true", "false"), BOOLEAN)
+
+
+def _one_of_range(special: int, lo: int, hi: int) -> Callable[[str], None]:
+    """`special` or a number in [lo, hi] (compression.gzip.level: -1 or 1..9)."""
+    within = _int(lo, hi)
+
+    def check(value: str) -> None:
+        if value.strip() != str(special):
+            within(value)
+    return check
 
 
 def _version(value: str) -> None:
@@ -88,10 +102,18 @@ class TopicConfigDef:
     check: Callable[[str], None]
     default: Callable[[BrokerConfig], str]
     broker_synonym: str | None = None  # the broker config it defaults from (DescribeConfigs synonyms)
+    since: str | None = None  # the first Kafka release that has it (None: every profile)
+    until: str | None = None  # the first Kafka release that no longer has it
+    missing_in: tuple[str, ...] = ()  # releases in between that lack it
 
 
 def _const(value: str) -> Callable[[BrokerConfig], str]:
     return lambda _cfg: value
+
+
+def _since(release: str, then: str, before: str) -> Callable[[BrokerConfig], str]:
+    """A default that changed in `release` (the profile's release decides)."""
+    return lambda cfg: then if release_key(check_release(cfg.kafka_version)) >= release_key(release) else before
 
 
 # Kafka's topic configs. All are validated and stored; those the log uses are marked in log_config().
@@ -110,7 +132,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("max.compaction.lag.ms", _int(1, INT64_MAX), lambda c: str(c.log_cleaner_max_compaction_lag_ms),
                    "log.cleaner.max.compaction.lag.ms"),
     TopicConfigDef("max.message.bytes", _int(0, INT32_MAX), lambda c: str(c.message_max_bytes), "message.max.bytes"),
-    TopicConfigDef("message.timestamp.after.max.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)),
+    # Kafka 4.0 refuses records more than an hour ahead by default (KIP-1067).
+    TopicConfigDef("message.timestamp.after.max.ms", _int(0, INT64_MAX), _since("4.0", "3600000", str(INT64_MAX)),
                    "log.message.timestamp.after.max.ms"),
     TopicConfigDef("message.timestamp.before.max.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)),
                    "log.message.timestamp.before.max.ms"),
@@ -131,28 +154,57 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("segment.ms", _int(1, INT64_MAX), lambda c: str(c.log_roll_ms), "log.roll.ms"),
     TopicConfigDef("unclean.leader.election.enable", _bool, _const("false"), "unclean.leader.election.enable"),
     # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724;
-    # message.downconversion.enable does apply: to Fetch v0-3);
-    # tiered storage (KIP-405) and replication throttles are kept and reported, and have no effect here.
+    # message.downconversion.enable does apply: to Fetch v0-3); Kafka 4.0 removed them (KIP-724, KIP-937).
+    # Compression levels (KIP-390), tiered storage (KIP-405, KIP-950), replication throttles and the rest are
+    # kept and reported, and have no effect here.
     TopicConfigDef("message.format.version", _typed(_version, STRING), _const("3.0-IV1"),
-                   "log.message.format.version"),
-    TopicConfigDef("message.downconversion.enable", _bool, _const("true"), "log.message.downconversion.enable"),
+                   "log.message.format.version", until="4.0"),
+    TopicConfigDef("message.downconversion.enable", _bool, _const("true"), "log.message.downconversion.enable",
+                   until="4.0"),
     TopicConfigDef("message.timestamp.difference.max.ms", _int(0, INT64_MAX), _const(str(INT64_MAX)),
-                   "log.message.timestamp.difference.max.ms"),
-    TopicConfigDef("follower.replication.throttled.replicas", _typed(_replica_list, LIST), _const(""),
-                   "follower.replication.throttled.replicas"),
-    TopicConfigDef("leader.replication.throttled.replicas", _typed(_replica_list, LIST), _const(""),
-                   "leader.replication.throttled.replicas"),
+                   "log.message.timestamp.difference.max.ms", until="4.0"),
+    TopicConfigDef("compression.gzip.level", _typed(_one_of_range(-1, 1, 9), INT), _const("-1"),
+                   "compression.gzip.level", since="3.8"),
+    TopicConfigDef("compression.lz4.level", _int(1, 17), _const("9"), "compression.lz4.level", since="3.8"),
+    TopicConfigDef("compression.zstd.level", _int(-131072, 22), _const("3"), "compression.zstd.level",
+                   since="3.8"),
+    TopicConfigDef("follower.replication.throttled.replicas", _typed(_replica_list, LIST), _const(""), None),
+    TopicConfigDef("leader.replication.throttled.replicas", _typed(_replica_list, LIST), _const(""), None),
     TopicConfigDef("remote.storage.enable", _bool, _const("false"), None),
     TopicConfigDef("local.retention.ms", _int(-2, INT64_MAX), _const("-2"), "log.local.retention.ms"),
     TopicConfigDef("local.retention.bytes", _int(-2, INT64_MAX), _const("-2"), "log.local.retention.bytes"),
+    TopicConfigDef("remote.log.copy.disable", _bool, _const("false"), None, since="3.9"),
+    TopicConfigDef("remote.log.delete.on.disable", _bool, _const("false"), None, since="3.9"),
+    TopicConfigDef("remote.copy.lag.ms", _int(0, INT64_MAX), _const("0"), "log.remote.copy.lag.ms", since="4.4"),
+    TopicConfigDef("remote.copy.lag.bytes", _int(-1, INT64_MAX), _const("-1"), "log.remote.copy.lag.bytes",
+                   since="4.4"),
+    # In 4.2.2 and 4.4.0, not in 4.3.1 (the pinned releases, recorded).
+    TopicConfigDef("max.decompressed.message.bytes", _int(0, INT32_MAX), _const("2147483639"),
+                   "max.decompressed.message.bytes", since="4.2", missing_in=("4.3",)),
+    TopicConfigDef("errors.deadletterqueue.group.enable", _bool, _const("false"), None, since="4.4"),
 )}
 
 
-def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
-    """Check names and values as Kafka does; returns the non-null overrides."""
+def _available(definition: TopicConfigDef, release: str) -> bool:
+    key = release_key(release)
+    return ((definition.since is None or key >= release_key(definition.since))
+            and (definition.until is None or key < release_key(definition.until))
+            and release not in definition.missing_in)
+
+
+@cache
+def topic_configs(kafka_version: str = DEFAULT) -> dict[str, TopicConfigDef]:
+    """The topic configs of a Kafka release (its version profile): Kafka refuses the others as unknown."""
+    release = check_release(kafka_version)
+    return {name: d for name, d in TOPIC_CONFIGS.items() if _available(d, release)}
+
+
+def validate_topic_configs(configs: Mapping[str, str | None], kafka_version: str = DEFAULT) -> dict[str, str]:
+    """Check names and values as Kafka (the profile's release) does; returns the non-null overrides."""
+    known = topic_configs(kafka_version)
     out: dict[str, str] = {}
     for name, value in configs.items():
-        definition = TOPIC_CONFIGS.get(name)
+        definition = known.get(name)
         if definition is None:
             raise InvalidConfigError(f"Unknown topic config name: {name}")
         if value is None:
@@ -166,8 +218,9 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
 
 
 def effective_configs(overrides: Mapping[str, str], broker: BrokerConfig) -> dict[str, str]:
-    """Every topic config with its effective value (override, else the broker default)."""
-    return {name: overrides.get(name, d.default(broker)) for name, d in TOPIC_CONFIGS.items()}
+    """Every topic config of the profile's release with its effective value (override, else the broker
+    default)."""
+    return {name: overrides.get(name, d.default(broker)) for name, d in topic_configs(broker.kafka_version).items()}
 
 
 def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
@@ -183,7 +236,8 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
         compression_type=values["compression.type"],
         message_timestamp_before_max_ms=int(values["message.timestamp.before.max.ms"]),
         message_timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),
-        message_downconversion_enable=values["message.downconversion.enable"].lower() == "true",
+        # A 4.x profile has no such config (and no down-conversion to do).
+        message_downconversion_enable=values.get("message.downconversion.enable", "true").lower() == "true",
         cleanup_policy=values["cleanup.policy"],
         min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         delete_retention_ms=int(values["delete.retention.ms"]),

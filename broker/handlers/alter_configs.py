@@ -22,7 +22,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 class _Refused(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
+    def __init__(self, error: ErrorCode, message: str | None) -> None:
         super().__init__(message)
         self.error = error
         self.message = message
@@ -40,6 +40,9 @@ def _broker_list(name: str) -> bool:
 def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], str | None],
                  is_list: Callable[[str], bool]) -> dict[str, str]:
     """Kafka's ConfigAdminManager.prepareIncrementalConfigs over the current overrides."""
+    names = [c.name for c in ops]
+    if len(names) != len(set(names)):
+        raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     out = dict(current)
     for c in ops:
         op, name, value = c.config_operation, c.name, c.value
@@ -61,7 +64,8 @@ def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], st
                 items = [v for v in items if v not in given]
             out[name] = ",".join(items)
         else:
-            raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+            # Kafka fails on an operation id it does not know (UNKNOWN_SERVER_ERROR, no message).
+            raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR, None)
     return out
 
 

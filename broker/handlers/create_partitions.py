@@ -20,9 +20,12 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     timeout_s = max(0, req.timeout_ms) / 1000
     results = []
+    answered: set[str] = set()
     for t in req.topics:
         if counts[t.name] > 1:
-            results.append(_result(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic in request."))
+            if t.name not in answered:  # Kafka answers a repeated topic once
+                results.append(_result(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic in request."))
+            answered.add(t.name)
             continue
         if not authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
             results.append(_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))

@@ -6,32 +6,25 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from broker.config.topic import TOPIC_CONFIGS
 from broker.handlers.context import RequestContext
+from broker.handlers.describe_configs import topic_config_entries
 from broker.security.access import AclOperation, ResourceType, authorized_names, cluster_authorized
 from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
-# DescribeConfigs config sources: DYNAMIC_TOPIC_CONFIG=1, DEFAULT_CONFIG=5.
-DYNAMIC_TOPIC_CONFIG = 1
-DEFAULT_CONFIG = 5
 
 
 def _result(name: str, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"name": name, "topic_id": ZERO_UUID, "error_code": error, "error_message": message,
-            "num_partitions": -1, "replication_factor": -1, "configs": None}
+            "num_partitions": -1, "replication_factor": -1, "configs": []}
 
 
 def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, Any]]:
-    values = ctx.broker.topics.config
-    out = []
-    for name, definition in TOPIC_CONFIGS.items():
-        out.append({"name": name, "value": overrides.get(name, definition.default(values)),
-                    "read_only": False,
-                    "config_source": DYNAMIC_TOPIC_CONFIG if name in overrides else DEFAULT_CONFIG,
-                    "is_sensitive": False})
-    return out
+    """The new topic's configs as DescribeConfigs would give them (value and source of each)."""
+    return [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+             "config_source": e["config_source"], "is_sensitive": e["is_sensitive"]}
+            for e in topic_config_entries(ctx, overrides, None, False, 4)]
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -40,13 +33,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     # CREATE on the cluster, or on each topic (KafkaApis.handleCreateTopicsRequest).
     creatable = set(counts) if cluster_authorized(ctx, AclOperation.CREATE) else \
         authorized_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
+    kraft = ctx.broker.versions.since("4.0")
     not_controller = cluster.not_controller()  # ZooKeeper mode: the controller creates topics
     timeout_s = max(0, req.timeout_ms) / 1000
     results = []
+    answered: set[str] = set()
     for t in req.topics:
         if counts[t.name] > 1:
-            results.append(_result(t.name, ErrorCode.INVALID_REQUEST,
-                                    f"Create topics request from client contains duplicate topic {t.name}"))
+            # Kafka 4 (its controller) answers a repeated topic once; Kafka 3 once per mention.
+            if not (kraft and t.name in answered):
+                results.append(_result(t.name, ErrorCode.INVALID_REQUEST,
+                                        f"Create topics request from client contains duplicate topic {t.name}"))
+            answered.add(t.name)
             continue
         if not_controller:
             results.append(_result(t.name, ErrorCode.NOT_CONTROLLER, "This is not the correct controller for "
@@ -74,7 +72,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         except TopicError as exc:
             results.append(_result(t.name, ErrorCode[exc.error], exc.message))
             continue
-        results.append({"name": t.name, "topic_id": created.topic_id or ZERO_UUID, "error_code": ErrorCode.NONE,
+        # Kafka 4's controller names the topic it would create even for validate_only; Kafka 3 answers no id.
+        topic_id = created.topic_id or (uuid.uuid4() if kraft and req.validate_only else ZERO_UUID)
+        results.append({"name": t.name, "topic_id": topic_id, "error_code": ErrorCode.NONE,
                         "error_message": None, "num_partitions": created.num_partitions,
                         "replication_factor": created.replication_factor,
                         "configs": _configs(ctx, created.configs)})

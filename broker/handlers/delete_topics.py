@@ -23,6 +23,17 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     results = []
     deleted = []
     for name, topic_id in wanted:
+        if name is not None and topic_id != ZERO_UUID:
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "You may not specify both topic name and topic id."})
+            continue
+        if name is None and topic_id == ZERO_UUID:
+            # Kafka 4 calls this an invalid request; Kafka 3 (ZooKeeper mode) answered an authorization error.
+            error = ErrorCode.INVALID_REQUEST if ctx.broker.versions.since("4.0") else \
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append({"name": None, "topic_id": topic_id, "error_code": error,
+                            "error_message": "Neither topic name nor id were specified."})
+            continue
         if name is None:
             topic = topics.get_by_id(topic_id)
             if topic is None:
@@ -50,7 +61,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                             "error_message": exc.message})
             continue
         deleted.append(name)
-        results.append({"name": name, "topic_id": deleted_id, "error_code": ErrorCode.NONE,
+        # Kafka 4 names the deleted topic's id; Kafka 3 (ZooKeeper mode) answers a deletion by name without.
+        answered_id = deleted_id if topic_id != ZERO_UUID or ctx.broker.versions.since("4.0") else ZERO_UUID
+        results.append({"name": name, "topic_id": answered_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
     if deleted and ctx.broker.replicas is None:  # a cluster's brokers each do it when the topic goes
         groups = ctx.broker.groups

@@ -9,7 +9,7 @@ from broker.security.access import AclOperation, ResourceType, authorized_operat
 from broker.security.acls import CLUSTER_NAME
 from protocol.header import ErrorCode
 
-BROKERS = 1
+BROKERS, CONTROLLERS = 1, 2
 NO_OPERATIONS = -(2**31)  # not requested
 
 
@@ -22,9 +22,15 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             "controller_id": broker.cluster.controller_id,
             "brokers": [], "cluster_authorized_operations": NO_OPERATIONS}
     if endpoint_type != BROKERS:
-        # A broker answers for brokers only; controllers are asked directly (KIP-919).
-        body.update(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-                    error_message=f"The broker does not support endpoint type {endpoint_type}")
+        # A broker answers for brokers only; controllers are asked directly (KIP-919). Kafka's error answer
+        # is the request's defaults: endpoint type 1, no cluster id or controller.
+        if endpoint_type == CONTROLLERS:
+            error, message = ErrorCode.MISMATCHED_ENDPOINT_TYPE, (
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
+        else:
+            error, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}"
+        body.update(error_code=error, error_message=message, endpoint_type=BROKERS, cluster_id="",
+                    controller_id=-1)
         return body
     if not cluster_authorized(ctx, AclOperation.DESCRIBE):
         body.update(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.")

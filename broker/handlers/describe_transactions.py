@@ -23,10 +23,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                            "producer_epoch": -1, "topics": []})
             continue
         if txn is None:
+            # Kafka's error entry leaves every other field at its default (zero).
             states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if allowed
                            else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": txn_id,
-                           "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                           "producer_id": -1, "producer_epoch": -1, "topics": []})
+                           "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
+                           "producer_id": 0, "producer_epoch": 0, "topics": []})
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, index in sorted(txn.partitions):

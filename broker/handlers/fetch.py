@@ -37,11 +37,11 @@ _FRAME = struct.Struct(">qi")  # base offset, batch length
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
-def _partition_error(index: int, error: ErrorCode, hw: int = -1, log_start: int = -1,
-                     lso: int | None = None) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": error, "high_watermark": hw,
-            "last_stable_offset": hw if lso is None else lso, "log_start_offset": log_start,
-            "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+def _partition_error(index: int, error: ErrorCode, aborted: list[Any] | None = None) -> dict[str, Any]:
+    """A partition that could not be read: Kafka gives no offsets with the error (high watermark, last
+    stable and log start offsets -1); an unknown partition has an empty aborted list, a failed read none."""
+    return {"partition_index": index, "error_code": error, "high_watermark": -1, "last_stable_offset": -1,
+            "log_start_offset": -1, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
 
 
 def _end_offset(records: bytes) -> int:
@@ -81,16 +81,18 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
         partitions = []
         for fp in fetch_topic.partitions:
             if name is not None and not readable[name]:
-                partitions.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                partitions.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, []))
                 any_error = True
                 continue
             if topic is None:
-                partitions.append(_partition_error(fp.partition, missing))
+                partitions.append(_partition_error(fp.partition, missing, []))
                 any_error = True
                 continue
             partition = broker.topics.leader_partition(topic.name, fp.partition)
             if isinstance(partition, ErrorCode):
-                partitions.append(_partition_error(fp.partition, partition))
+                # A partition the topic does not have: an empty aborted list, as for an unknown topic.
+                unknown = partition == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                partitions.append(_partition_error(fp.partition, partition, [] if unknown else None))
                 any_error = True
                 continue
             log = partition.log
@@ -100,7 +102,7 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
             epoch_error = broker.topics.check_leader_epoch(partition, fp.current_leader_epoch) if version >= 9 \
                 else ErrorCode.NONE
             if epoch_error:
-                partitions.append(_partition_error(fp.partition, epoch_error, hw, log.log_start_offset, lso))
+                partitions.append(_partition_error(fp.partition, epoch_error))
                 any_error = True
                 continue
             if follower:
@@ -109,8 +111,7 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
                                    max_offset=None if follower else lso if read_committed else hw)
             except OffsetOutOfRangeError:
-                partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw,
-                                                   log.log_start_offset, lso))
+                partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE))
                 any_error = True
                 continue
             size = len(records)

@@ -1,7 +1,7 @@
 """InitProducerId. Idempotent producers (null transactional id): a fresh producer id from the current
-block, or (v3+, KIP-360) the same id with a bumped epoch for a producer that knows its id. Transactional
-producers: the transaction coordinator (bumps the epoch, fences the previous producer, aborts its open
-transaction)."""
+block, epoch 0, even when the producer names its current id and epoch (Kafka's TransactionCoordinator
+"blindly accepts" these: the KIP-360 epoch bump is for transactional producers). Transactional producers:
+the transaction coordinator (bumps the epoch, fences the previous producer, aborts its open transaction)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from protocol.header import ErrorCode
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-EPOCH_EXHAUSTED = 0x7FFF - 1  # Kafka: an epoch of Short.MaxValue - 1 cannot be bumped; a new id is needed
 
 
 def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH) -> dict[str, Any]:
@@ -45,8 +44,6 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not (cluster_authorized(ctx, AclOperation.IDEMPOTENT_WRITE)
             or authorized_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
         return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    if producer_id != NO_PRODUCER_ID and 0 <= epoch < EPOCH_EXHAUSTED:
-        return _answer(ErrorCode.NONE, producer_id, epoch + 1)
     error, new_id = await ctx.broker.producer_ids.new_id()
     if error != ErrorCode.NONE:
         return _answer(error)

@@ -22,9 +22,19 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 NOT_FOUND = (-1, -1, -1)
+# The special (negative) timestamps and the request version each needs (ReplicaManager's
+# timestampMinSupportedVersion; v0 takes -1 and -2 as well): any other negative timestamp, or one sent in an
+# older version, gets UNSUPPORTED_VERSION.
+SPECIAL_SINCE = {EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                 EARLIEST_PENDING_UPLOAD: 11}
+
+
+def _error(index: int, error: ErrorCode) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "timestamp": -1, "offset": -1, "leader_epoch": -1}
 
 
 def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
@@ -65,17 +75,31 @@ def _legacy(ctx: RequestContext, partition: Any, p: Any, replica_id: int) -> dic
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.broker.topics
-    read_committed = (ctx.header.api_version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
+    version = ctx.header.api_version
+    read_committed = (version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
                       and req.isolation_level == READ_COMMITTED)
     describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
+    asked = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    # v1+ refuses a partition asked twice (v0, Kafka's legacy path, does not check).
+    duplicates = {tp for tp in asked if asked.count(tp) > 1} if version >= 1 and len(asked) != len(set(asked)) \
+        else set()
+    # Kafka 4 answers a partition asked twice once (its answers are keyed by partition); 3.x once per ask.
+    once = ctx.broker.versions.since("4.0")
     out = []
     for t in req.topics:
         partitions = []
+        answered: set[int] = set()
         for p in t.partitions:
             if t.name not in describable:
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                partitions.append(_error(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
+            if (t.name, p.partition_index) in duplicates:
+                if not (once and p.partition_index in answered):
+                    partitions.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
+                answered.add(p.partition_index)
+                continue
+            if p.timestamp < 0 and version < SPECIAL_SINCE.get(p.timestamp, version + 1):
+                partitions.append(_error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
                 continue
             partition = topics.leader_partition(t.name, p.partition_index)
             error = partition if isinstance(partition, ErrorCode) else \

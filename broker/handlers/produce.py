@@ -27,6 +27,7 @@ from protocol.records import (
     TRANSACTIONAL_MASK,
     CorruptRecordError,
     InvalidMagicError,
+    TruncatedBatchError,
     decode_records,
     iter_batches,
     parse_batch_header,
@@ -38,15 +39,12 @@ LEGACY_FROM = 3  # Produce v0-2 may carry message format v0/v1
 
 
 def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | ErrorCode:
+    # Produce never creates a topic: Kafka creates one only when Metadata asks for it (auto.create.topics.enable;
+    # recorded from Kafka 3.9, 4.1 and 4.4: tests/reference/recorded/*/produce_does_not_create.json).
     topics = ctx.broker.topics
     topic = topics.get(topic_name)
     if topic is None:
-        # auto.create.topics.enable (unlike Kafka, a Produce creates too; in a cluster the topic is created
-        # by the controller, and the producer retries until its metadata shows it).
-        topic = ctx.broker.cluster.auto_create_topic(topic_name)
-        if isinstance(topic, ErrorCode):
-            return topic if topic in (ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.POLICY_VIOLATION) else \
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if topic.is_internal:
         return ErrorCode.INVALID_TOPIC_EXCEPTION  # Kafka: "Cannot append to internal topic"
     return topics.leader_partition(topic_name, index)
@@ -64,6 +62,11 @@ def validate(records: bytes | None, version: int, max_message_bytes: int) -> tup
         return ErrorCode.INVALID_RECORD, (
             f"Produce requests with version {version} are only allowed to contain record batches with "
             "magic version 2")
+    except TruncatedBatchError:
+        # Kafka's batch iterator stops at a batch cut short: the request then holds no whole batch.
+        return ErrorCode.INVALID_RECORD, (
+            f"Produce requests with version {version} are only allowed to contain exactly one record batch "
+            "per partition")
     except CorruptRecordError as exc:
         return ErrorCode.CORRUPT_MESSAGE, str(exc)
     if len(batches) != 1:
@@ -82,6 +85,9 @@ def validate(records: bytes | None, version: int, max_message_bytes: int) -> tup
             f"The record batch size {end - start} bytes exceeds max.message.bytes {max_message_bytes}")
     if not verify_crc(records, start, end):
         return ErrorCode.CORRUPT_MESSAGE, "Record batch is corrupt (CRC mismatch)"
+    if header.compression > ZSTD:
+        # Kafka fails on the unknown codec id (IllegalArgumentException: UNKNOWN_SERVER_ERROR).
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None
     if header.is_control:
         return ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records"
     if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
@@ -149,6 +155,25 @@ def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, An
         for i, record in enumerate(decode_records(memoryview(records)[start:end])):
             if record.key is None:
                 errors.append({"batch_index": i, "batch_index_error_message": message})
+    return errors
+
+
+def timestamp_errors(records: bytes, now: int, before_max_ms: int, after_max_ms: int) -> list[dict[str, Any]]:
+    """CreateTime records outside [now - before, now + after] (Kafka's LogValidator.validateTimestamp,
+    KIP-937). The batch header settles the common case (the default limits: no lower bound, and a batch
+    whose max timestamp is in range); records are decoded only when a limit may be crossed."""
+    lowest, highest = now - before_max_ms, now + after_max_ms
+    header = parse_batch_header(records)
+    if lowest <= 0 and header.max_timestamp <= highest:
+        return []
+    errors = []
+    for _header, start, end in iter_batches(records):
+        for i, record in enumerate(decode_records(memoryview(records)[start:end])):
+            timestamp = header.base_timestamp + record.timestamp_delta
+            if timestamp != -1 and not lowest <= timestamp <= highest:
+                errors.append({"batch_index": i, "batch_index_error_message": (
+                    f"Timestamp {timestamp} of message with offset {i} is out of range. The timestamp should be "
+                    f"within [{lowest}, {highest}]")})
     return errors
 
 
@@ -263,7 +288,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 error = broker.durability.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
                 message = None
             if error:
-                partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
+                # Kafka reports the log start offset only with errors raised once the log is reached.
+                log_start = log.log_start_offset if error == ErrorCode.UNKNOWN_SERVER_ERROR else -1
+                partitions.append(_response(pdata.index, error, message, log_start_offset=log_start))
                 continue
             if log.config.compacted:
                 try:
@@ -279,13 +306,28 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                     response["record_errors"] = record_errors
                     partitions.append(response)
                     continue
+            if not log.config.log_append_time:
+                try:
+                    record_errors = timestamp_errors(pdata.records, now, log.config.message_timestamp_before_max_ms,
+                                                     log.config.message_timestamp_after_max_ms)
+                except CorruptRecordError as exc:
+                    partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
+                    continue
+                if record_errors:
+                    response = _response(pdata.index, ErrorCode.INVALID_TIMESTAMP, (
+                        f"One or more records have been rejected due to {len(record_errors)} record errors in "
+                        f"total, and only showing the first {len(record_errors)} record errors in the response"),
+                        log_start_offset=log.log_start_offset)
+                    response["record_errors"] = record_errors
+                    partitions.append(response)
+                    continue
             header = parse_batch_header(pdata.records)
             producers = partition.producers
             is_transactional = header.is_transactional
             if is_transactional:
                 error = verified.get((topic_data.name, pdata.index), ErrorCode.NONE)
-                if error:
-                    partitions.append(_response(pdata.index, error, log_start_offset=log.log_start_offset))
+                if error:  # refused before the log is reached: no log start offset (as Kafka)
+                    partitions.append(_response(pdata.index, error))
                     continue
             check = producers.check(header.producer_id, header.producer_epoch, header.base_sequence,
                                     header.last_offset_delta, is_transactional)

@@ -19,6 +19,7 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     # What the old message formats need (Produce v0-2 up-conversion, Fetch v0-3 down-conversion).
     compression_type: str = "producer"  # the codec an up-converted batch gets ("producer": the producer's)
+    # CreateTime records further than these from the broker's clock are refused (INVALID_TIMESTAMP).
     message_timestamp_before_max_ms: int = 2**63 - 1
     message_timestamp_after_max_ms: int = 2**63 - 1
     message_downconversion_enable: bool = True

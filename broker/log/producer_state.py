@@ -129,12 +129,8 @@ class ProducerStateManager:
         last_seq = increment_sequence(first_seq, last_offset_delta)
         entry = self.producers.get(producer_id)
         if entry is None:
-            if first_seq != 0:
-                # Kafka 4.x: the broker has no state for this producer (never seen, or expired/deleted).
-                return Check(Verdict.REJECT, "UNKNOWN_PRODUCER_ID",
-                             f"Found no record of producerId={producer_id} on the broker at {self.partition}. "
-                             f"It is possible that the last message with the producerId={producer_id} has been "
-                             "removed due to hitting the retention limit.")
+            # A producer this partition has no state for (never seen, or expired): any first sequence is
+            # accepted, as Kafka 3.x and 4.x do (ProducerAppendInfo.checkSequence with no current epoch).
             return APPEND
         duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
         if duplicate is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from broker.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from broker.security.acls import CLUSTER_NAME, GROUP_CONFIG_OPERATIONS, AclOperation, Authorizer, ResourceType
 from protocol.header import ErrorCode
 
 __all__ = ["AclOperation", "ResourceType", "authorized", "authorized_by_resource_type", "authorized_names",
@@ -58,5 +58,8 @@ def config_resource_error(ctx: RequestContext, operation: AclOperation, resource
 
 
 def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> int:
-    """The "authorized operations" bitfield of Metadata, DescribeGroups and DescribeCluster."""
-    return ctx.authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type, name)
+    """The "authorized operations" bitfield of Metadata, DescribeGroups and DescribeCluster (the operations
+    of the profile's release: groups have configs from Kafka 4.0)."""
+    extra = GROUP_CONFIG_OPERATIONS if resource_type == ResourceType.GROUP and ctx.broker.versions.since("4.0") \
+        else ()
+    return ctx.authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type, name, extra)

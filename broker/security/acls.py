@@ -85,14 +85,18 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE,
                          AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS,
                          AclOperation.ALTER_CONFIGS),
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),  # + configs from 4.0
     ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
                            AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
-                           AclOperation.DESCRIBE, AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
+                           AclOperation.DESCRIBE),
     ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
     ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
     ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
 }
+
+
+# Kafka 4 gave groups configs (KIP-848's group.* settings): DESCRIBE_CONFIGS and ALTER_CONFIGS on groups.
+GROUP_CONFIG_OPERATIONS = (AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +282,9 @@ class Authorizer:
                 return True
         return False
 
-    def authorized_operations(self, principal: str, host: str, resource_type: ResourceType, name: str) -> int:
-        """The bitfield of the resource type's operations the principal may do (1 << operation code)."""
-        return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type]
+    def authorized_operations(self, principal: str, host: str, resource_type: ResourceType, name: str,
+                              extra: tuple[AclOperation, ...] = ()) -> int:
+        """The bitfield of the resource type's operations (and `extra` ones) the principal may do
+        (1 << operation code)."""
+        return sum(1 << op for op in (*SUPPORTED_OPERATIONS[resource_type], *extra)
                    if self.authorize(principal, host, op, resource_type, name))

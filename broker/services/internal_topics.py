@@ -25,8 +25,12 @@ def java_string_hash(text: str) -> int:
 
 
 def partition_for(key: str, partitions: int) -> int:
-    # Kafka's Utils.abs is `n & 0x7fffffff`, not Math.abs.
-    return (java_string_hash(key) & 0x7FFFFFFF) % partitions
+    """The coordinator partition of a group or transactional id: Kafka's `Utils.abs(key.hashCode) % n`, where
+    Utils.abs is Math.abs with Integer.MIN_VALUE taken to 0 (not the partitioner's `n & 0x7fffffff`: the two
+    differ for every negative hash; Kafka 3.9 put group "txn-errors-g" on partition 30, recorded in
+    tests/reference/recorded/3.9/txn_errors.json)."""
+    h = java_string_hash(key)
+    return (0 if h == -(2**31) else abs(h)) % partitions
 
 
 def internal_topic(topics: TopicManager, name: str, now_ms: int) -> Topic:

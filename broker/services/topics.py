@@ -180,7 +180,7 @@ class TopicManager:
                              "The target replication factor of "
                              f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
         try:
-            overrides = validate_topic_configs(configs)
+            overrides = validate_topic_configs(configs, self.config.kafka_version)
         except InvalidConfigError as exc:
             raise TopicError("INVALID_CONFIG", str(exc)) from None
         return num_partitions, overrides
@@ -267,7 +267,7 @@ class TopicManager:
         if topic is None:
             raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
         try:
-            checked = validate_topic_configs(overrides)
+            checked = validate_topic_configs(overrides, self.config.kafka_version)
         except InvalidConfigError as exc:
             raise TopicError("INVALID_CONFIG", str(exc)) from None
         if validate_only:

@@ -139,7 +139,9 @@ def test_describe_configs(minibroker, topic_name):
     assert configs["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
     assert not configs["segment.bytes"].is_read_only
     synonyms = {s.name: s.value for s in configs["retention.ms"].synonyms.values()}
-    assert synonyms == {"retention.ms": "12345", "log.retention.ms": "604800000"}
+    # log.retention.ms has no default in Kafka (log.retention.hours decides): no default synonym
+    # (recorded from Kafka: tests/reference/recorded/*/describe_topic_configs.json).
+    assert synonyms == {"retention.ms": "12345"}
 
     broker = ConfigResource("broker", "0")
     broker_configs = admin.describe_configs([broker])[broker].result(10)
@@ -319,8 +321,9 @@ def test_dynamic_broker_configs_take_effect_and_persist(minibroker_server, topic
         described = c.request(32, 4, {"resources": [{"resource_type": 2, "resource_name": topic_name,
                                                      "configuration_keys": ["retention.ms"]}],
                                       "include_synonyms": True, "include_documentation": False})
+    # As Kafka: once log.retention.ms is set somewhere, the chain ends with log.retention.hours' default.
     assert [(s.name, s.value, s.source) for s in described.results[0].configs[0].synonyms] == [
-        ("log.retention.ms", "8000", 2), ("log.retention.ms", "7000", 3), ("log.retention.ms", "604800000", 5)]
+        ("log.retention.ms", "8000", 2), ("log.retention.ms", "7000", 3), ("log.retention.hours", "168", 5)]
     assert minibroker_server.call(
         lambda state: state.topics.get(topic_name).partitions[0].log.config.retention_ms) == 8000
 

@@ -11,7 +11,6 @@ from tests.kafka_wire import WireClient, idempotent_batch
 NONE = 0
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
-UNKNOWN_PRODUCER_ID = 59
 INVALID_REQUEST = 42
 
 
@@ -32,14 +31,14 @@ def test_init_producer_id_gives_distinct_ids(minibroker, version):
         assert len(ids) == 5 and min(ids) >= 0
 
 
-def test_init_producer_id_bumps_epoch_for_known_producer(minibroker):
+def test_init_producer_id_of_a_known_idempotent_producer_gives_a_new_id(minibroker):
+    # Kafka (3.9, 4.1, 4.4: tests/reference/recorded/*/produce_idempotent.json) answers an idempotent
+    # producer that names its id and epoch with a new id: the KIP-360 bump is for transactional ids.
     with WireClient(minibroker) as c:
         pid, epoch = _new_producer(c)
-        bumped = c.init_producer_id(version=4, producer_id=pid, epoch=epoch)
-        assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (NONE, pid, epoch + 1)
-        exhausted = c.init_producer_id(version=4, producer_id=pid, epoch=32766)
-        assert exhausted.error_code == NONE
-        assert exhausted.producer_id != pid and exhausted.producer_epoch == 0
+        again = c.init_producer_id(version=4, producer_id=pid, epoch=epoch)
+        assert again.error_code == NONE
+        assert again.producer_id != pid and again.producer_epoch == 0
         half = c.init_producer_id(version=4, producer_id=pid, epoch=-1)
         assert half.error_code == INVALID_REQUEST
 
@@ -71,15 +70,20 @@ def test_sequence_gap_is_out_of_order(minibroker, topic_name):
 
 
 def test_unknown_producer_and_stale_epoch(minibroker, topic_name):
+    # As Kafka 3.9 and 4.x answer (tests/reference/recorded/*/produce_idempotent.json): a partition accepts
+    # any first sequence of a producer it has no state for, and an idempotent producer that names its id
+    # in InitProducerId gets a new id, not a bumped epoch (that is for transactional producers).
     with WireClient(minibroker) as c:
         c.create_topic(topic_name)
         pid, epoch = _new_producer(c)
-        assert c.produce(topic_name, 0, idempotent_batch(pid, epoch, 7, [b"x"])).error_code == UNKNOWN_PRODUCER_ID
-        bumped = c.init_producer_id(producer_id=pid, epoch=epoch).producer_epoch
-        assert c.produce(topic_name, 0, idempotent_batch(pid, bumped, 0, [b"x"])).error_code == NONE
-        stale = c.produce(topic_name, 0, idempotent_batch(pid, epoch, 1, [b"y"]))
+        assert c.produce(topic_name, 0, idempotent_batch(pid, epoch, 7, [b"x"])).error_code == NONE
+        again = c.init_producer_id(producer_id=pid, epoch=epoch)
+        assert (again.producer_id != pid, again.producer_epoch) == (True, 0)
+        bumped = epoch + 1
+        assert c.produce(topic_name, 0, idempotent_batch(pid, bumped, 0, [b"y"])).error_code == NONE
+        stale = c.produce(topic_name, 0, idempotent_batch(pid, epoch, 8, [b"z"]))
         assert stale.error_code == INVALID_PRODUCER_EPOCH
-        assert c.list_latest(topic_name) == 1
+        assert c.list_latest(topic_name) == 2
 
 
 @pytest.mark.parametrize("stop", ["clean", "sigkill"])

@@ -18,7 +18,7 @@ from protocol.header import ErrorCode
 from protocol.records import Record, build_batch
 from tests.kafka_wire import WireClient
 
-PRODUCE, FETCH, METADATA, API_VERSIONS, JOIN_GROUP = 0, 1, 3, 18, 11
+PRODUCE, FETCH, METADATA, API_VERSIONS, JOIN_GROUP, OFFSET_COMMIT = 0, 1, 3, 18, 11, 8
 
 
 @pytest.fixture(params=["3.7", "4.0", "4.1"])
@@ -83,24 +83,33 @@ def test_apiversions_v4_on_3_7_gets_the_v0_answer(minibroker: str) -> None:
         correlation = wire.send(API_VERSIONS, 4, {"client_software_name": "wire", "client_software_version": "1"})
         answer = wire.receive(API_VERSIONS, 0, correlation)
         assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
+        # Only ApiVersions' own range, as Kafka answers (tests/reference: recorded from Kafka 3.9 and 4.x).
         ranges = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-        assert ranges[API_VERSIONS] == (0, 3)
-        assert ranges[PRODUCE] == (0, 10) and ranges[FETCH] == (0, 16)  # Kafka 3.x: from v0
+        assert ranges == {API_VERSIONS: (0, 3)}
 
 
-@pytest.mark.minibroker(kafka_version="3.9")
+@pytest.mark.minibroker(kafka_version="4.1")
 def test_apiversions_v3_carries_the_release_features(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         answer = wire.request(API_VERSIONS, 3, {"client_software_name": "wire", "client_software_version": "1"})
     assert answer.error_code == 0
-    assert [(f.name, f.max_version_level) for f in answer.finalized_features] == [("metadata.version", 21)]
+    assert [(f.name, f.max_version_level) for f in answer.finalized_features] == [("metadata.version", 27)]
+
+
+@pytest.mark.minibroker(kafka_version="3.9")
+def test_apiversions_of_a_3_x_profile_has_no_features(minibroker: str) -> None:
+    # A ZooKeeper-mode broker (every 3.x profile) finalizes no features (KIP-584's features are KRaft's).
+    with WireClient(minibroker) as wire:
+        answer = wire.request(API_VERSIONS, 3, {"client_software_name": "wire", "client_software_version": "1"})
+    assert (answer.supported_features, answer.finalized_features) == ([], [])
 
 
 @pytest.mark.minibroker(kafka_version="4.0")
-def test_joingroup_v1_on_4_0_closes_the_connection(minibroker: str) -> None:
+def test_offsetcommit_v1_on_4_0_closes_the_connection(minibroker: str) -> None:
+    # KIP-896 removed OffsetCommit v0-1 in 4.0 (JoinGroup v0-1 came back in 4.0.1, the 4.0 profile's patch).
     with WireClient(minibroker) as wire:
-        wire.send(JOIN_GROUP, 1, {"group_id": "g", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
-                                  "member_id": "", "protocol_type": "consumer", "protocols": []})
+        wire.send(OFFSET_COMMIT, 1, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                                     "topics": []})
         with pytest.raises(ConnectionError):
             wire._recv(4)
 

@@ -80,3 +80,16 @@ def test_chart_is_written(tmp_path):
     path = tmp_path / "bench.png"
     draw(rows, scale, str(path), "test")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_kafka_column_beside_tansu():
+    results = {"brokers": {
+        "minibroker": _broker(produce_small=[{"ok": True, "msgs_per_s": 90.0, "broker_cpu_us_per_msg": 2.0}]),
+        "kafka": _broker(produce_small=[{"ok": True, "msgs_per_s": 180.0, "broker_cpu_us_per_msg": 4.0}],
+                         kafka_producer_perf=[{"ok": True, "msgs_per_s": 500.0}])}}
+    rows = _rows(results)
+    assert (rows["produce_small"].kafka, rows["produce_small"].kafka_ratio) == (180.0, 0.5)
+    assert rows["produce_small"].kafka_cpu_us_per_msg == 4.0
+    # Kafka has no targets: a row only Kafka ran still shows, with no verdict.
+    assert rows["kafka_producer_perf"].kafka == 500.0 and rows["kafka_producer_perf"].passed is None
+    assert "mini/Kafka" in table(list(rows.values()))

@@ -1,0 +1,13 @@
+"""The differential scenarios, one module per area; importing this package registers them all."""
+
+from tests.reference.scenarios import (  # noqa: F401
+    clients,
+    configs,
+    fetch,
+    groups,
+    metadata,
+    produce,
+    topics,
+    transactions,
+    versions,
+)
