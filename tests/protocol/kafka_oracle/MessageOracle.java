@@ -4,6 +4,11 @@
 //       the value read with Kafka's XJsonConverter and serialized with X.write
 //   {"class": "...", "version": 1, "hex": "..."}                                    -> {"hex": "...", "json": {...}}
 //       the bytes parsed with X's Readable constructor, then serialized again (and shown as JSON)
+//   {"serde": "<CoordinatorRecordSerde class>", "keyClass": "...", "valueClass": "...", "version": 0,
+//    "key": {...}, "value": {...} or null}                                         -> {"key": "...", "value": "..."}
+//       a coordinator record (key and value of an internal topic) as Kafka's serde writes it
+//   {"serde": "...", "keyHex": "...", "valueHex": "..." or null}                   -> {"key": "...", "value": "..."}
+//       the record read by the serde, then written again
 // Any failure answers {"error": "..."} for that line only.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -15,10 +20,14 @@ import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
+import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.protocol.Readable;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorRecordSerde;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
 
 public class MessageOracle {
     public static void main(String[] args) throws Exception {
@@ -30,6 +39,11 @@ public class MessageOracle {
             ObjectNode answer = mapper.createObjectNode();
             try {
                 JsonNode request = mapper.readTree(line);
+                if (request.has("serde")) {
+                    serde(request, answer);
+                    out.println(mapper.writeValueAsString(answer));
+                    continue;
+                }
                 Class<?> cls = Class.forName(request.get("class").asText());
                 short version = (short) request.get("version").asInt();
                 Class<?> converter = Class.forName(cls.getName() + "JsonConverter");
@@ -53,6 +67,36 @@ public class MessageOracle {
                 answer.put("error", cause.toString());
             }
             out.println(mapper.writeValueAsString(answer));
+        }
+    }
+
+    static ApiMessage readJson(String className, JsonNode json, short version) throws Exception {
+        Class<?> converter = Class.forName(className + "JsonConverter");
+        return (ApiMessage) converter.getMethod("read", JsonNode.class, short.class).invoke(null, json, version);
+    }
+
+    static void serde(JsonNode request, ObjectNode answer) throws Exception {
+        CoordinatorRecordSerde serde = (CoordinatorRecordSerde) Class.forName(request.get("serde").asText())
+            .getConstructor().newInstance();
+        CoordinatorRecord record;
+        if (request.has("keyHex")) {
+            JsonNode value = request.get("valueHex");
+            record = serde.deserialize(
+                ByteBuffer.wrap(HexFormat.of().parseHex(request.get("keyHex").asText())),
+                value.isNull() ? null : ByteBuffer.wrap(HexFormat.of().parseHex(value.asText())));
+        } else {
+            short version = (short) request.get("version").asInt();
+            ApiMessage key = readJson(request.get("keyClass").asText(), request.get("key"), (short) 0);
+            JsonNode value = request.get("value");
+            record = value.isNull() ? CoordinatorRecord.tombstone(key) : CoordinatorRecord.record(key,
+                new ApiMessageAndVersion(readJson(request.get("valueClass").asText(), value, version), version));
+        }
+        answer.put("key", HexFormat.of().formatHex(serde.serializeKey(record)));
+        byte[] value = serde.serializeValue(record);
+        if (value == null) {
+            answer.putNull("value");
+        } else {
+            answer.put("value", HexFormat.of().formatHex(value));
         }
     }
 }
