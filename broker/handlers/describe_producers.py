@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
 UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-partition."
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
     out = []
     for t in req.topics:
@@ -23,10 +23,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 partitions.append({"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                    "error_message": None, "active_producers": []})
                 continue
-            partition = topics.partition(t.name, index)
-            if partition is None:
-                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   "error_message": UNKNOWN_TOPIC_OR_PARTITION_MESSAGE, "active_producers": []})
+            partition = topics.leader_partition(t.name, index)
+            if isinstance(partition, ErrorCode):
+                message = UNKNOWN_TOPIC_OR_PARTITION_MESSAGE if partition == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
+                    else None
+                partitions.append({"partition_index": index, "error_code": partition,
+                                   "error_message": message, "active_producers": []})
                 continue
             partitions.append({
                 "partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,

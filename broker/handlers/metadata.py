@@ -9,9 +9,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_operations, cluster_authorized
-from broker.dispatch import RequestContext
-from broker.topics import Topic, TopicError, validate_topic_name
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_operations, cluster_authorized
+from broker.services.topics import Partition, Topic, TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -19,11 +19,11 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    state = ctx.state
+    broker = ctx.broker
     version = ctx.header.api_version
     # v0: an empty list means all topics; v1+: null means all, empty means none.
     all_topics = req.topics is None or (version == 0 and not req.topics)
-    allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+    allow_create = broker.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
     include_ops = version >= 8 and req.include_topic_authorized_operations
     topics: list[dict[str, Any]] = []
     if not all_topics and version < 12 and any(
@@ -34,7 +34,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         topics = [topic_error(ErrorCode.INVALID_REQUEST, t.name or "", getattr(t, "topic_id", None) or ZERO_UUID)
                   for t in req.topics]
     elif all_topics:
-        topics = [topic_metadata(ctx, t, include_ops) for t in state.topics
+        topics = [topic_metadata(ctx, t, include_ops) for t in broker.topics
                   if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
         for wanted in req.topics:
@@ -43,23 +43,24 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if 8 <= version <= 10 and req.include_cluster_authorized_operations:
         cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, "kafka-cluster") \
             if cluster_authorized(ctx, AclOperation.DESCRIBE) else 0
+    cluster = broker.cluster
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": state.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
-                     "rack": None}],
-        "cluster_id": state.cluster_id,
-        "controller_id": state.node_id,
+        "brokers": [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+                    for n in cluster.nodes(ctx.endpoint)],
+        "cluster_id": broker.cluster_id,
+        "controller_id": cluster.controller_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_ops,
     }
 
 
 def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops: bool) -> dict[str, Any]:
-    state = ctx.state
+    broker = ctx.broker
     name = wanted.name
     topic_id = getattr(wanted, "topic_id", ZERO_UUID) or ZERO_UUID
     if name is None:
-        topic = state.topics.get_by_id(topic_id)
+        topic = broker.topics.get_by_id(topic_id)
         if topic is None:
             return topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
@@ -67,7 +68,7 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
         return topic_metadata(ctx, topic, include_ops)
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
         return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
-    topic = state.topics.get(name)
+    topic = broker.topics.get(name)
     if topic is not None:
         return topic_metadata(ctx, topic, include_ops)
     try:
@@ -79,10 +80,9 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
     if not (cluster_authorized(ctx, AclOperation.CREATE)
             or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
         return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
-    try:
-        topic = state.topics.create(name, now_ms=state.now_ms())
-    except TopicError as exc:
-        return topic_error(ErrorCode[exc.error], name)
+    topic = broker.cluster.auto_create_topic(name)
+    if isinstance(topic, ErrorCode):  # in a cluster: LEADER_NOT_AVAILABLE while the controller creates it
+        return topic_error(topic, name)
     return topic_metadata(ctx, topic, include_ops)
 
 
@@ -92,18 +92,20 @@ def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UU
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
+def partition_metadata(p: Partition) -> dict[str, Any]:
+    """A partition as Metadata describes it: no leader is LEADER_NOT_AVAILABLE (offline, or being elected)."""
+    return {"error_code": ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": p.index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+            "replica_nodes": p.replicas, "isr_nodes": p.isr, "offline_replicas": p.offline_replicas}
+
+
 def topic_metadata(ctx: RequestContext, topic: Topic, include_ops: bool) -> dict[str, Any]:
-    node = ctx.state.node_id
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": [
-            {"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
-             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
-            for p in topic.partitions
-        ],
+        "partitions": [partition_metadata(p) for p in topic.partitions],
         "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, topic.name)
         if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     }

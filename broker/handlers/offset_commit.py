@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.dispatch import RequestContext
+import trio
+
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
 
@@ -16,10 +18,10 @@ INT64_MAX = (1 << 63) - 1
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    state = ctx.state
-    groups = state.groups
+    broker = ctx.broker
+    groups = broker.groups
     await groups.loaded.wait()
-    now = state.now_ms()
+    now = broker.now_ms()
     # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
     retention = req.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
     # Kafka adds the two as Java longs; a retention near 2^63 (found by fuzzing) means "never" here rather
@@ -31,7 +33,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     group_ok = authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
     readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
-        topic = state.topics.get(t.name)
+        topic = broker.topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if not group_ok:
@@ -43,9 +45,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            # v1 may give the commit time (offsets then expire from it); -1 or later versions: now.
+            committed_at = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
             offsets[tp] = OffsetValue(p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
-                                      p.committed_metadata or "", now, expire)
-    if offsets:
+                                      p.committed_metadata or "", committed_at, expire)
+    if offsets and version == 0:
+        # v0: ZooKeeper's store in a ZooKeeper-mode Kafka, apart from the coordinator's (offset only).
+        too_large = {tp for tp, v in offsets.items() if len(v.metadata) > broker.config.offset_metadata_max_bytes}
+        errors.update((tp, ErrorCode.OFFSET_METADATA_TOO_LARGE) for tp in too_large)
+        kept = {tp: v.offset for tp, v in offsets.items() if tp not in too_large}
+        await trio.to_thread.run_sync(broker.legacy_offsets.commit, req.group_id, kept)
+        errors.update((tp, ErrorCode.NONE) for tp in kept)
+    elif offsets:
         errors.update(groups.coordinator.commit_offsets(
             group_id=req.group_id, generation_id=req.generation_id_or_member_epoch, member_id=req.member_id,
             group_instance_id=req.group_instance_id if version >= 7 else None, offsets=offsets,

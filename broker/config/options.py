@@ -1,0 +1,331 @@
+"""Broker configuration: Kafka's option names, our defaults, parsing of `name=value` overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.config.kafka_versions import DEFAULT as DEFAULT_KAFKA_VERSION
+from broker.config.kafka_versions import check_release
+
+FSYNC_POLICIES = ("none", "grouped", "always")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One bound address and the address clients are told to use for it (Metadata)."""
+
+    host: str
+    port: int
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    name: str = "PLAINTEXT"
+
+
+def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:
+    """`HOST:PORT`, `[v6]:PORT` or `:PORT` (all interfaces)."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    elif ":" not in text:
+        host, port_text = text, ""
+    else:  # bare IPv6 address without port
+        host, port_text = text, ""
+    if not port_text:
+        if default_port is None:
+            raise ValueError(f"missing port in {text!r}")
+        return host, default_port
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"bad port in {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port out of range in {text!r}")
+    return host, port
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A Kafka-named setting: its attribute on BrokerConfig, type and meaning (README's table)."""
+
+    kafka_name: str
+    attr: str
+    kind: type
+    doc: str
+
+
+# Every setting the broker honours, by its Kafka name. `--override NAME=VALUE` takes any of them.
+OPTIONS: tuple[Option, ...] = (
+    Option("broker.id", "broker_id", int, "This broker's node id."),
+    Option("log.dirs", "data_dir", Path, "Directory holding partition logs and broker state."),
+    Option("auto.create.topics.enable", "auto_create_topics", bool,
+           "Create unknown topics on Metadata and Produce."),
+    Option("num.partitions", "num_partitions", int, "Partitions of an auto-created topic."),
+    Option("default.replication.factor", "default_replication_factor", int,
+           "Replication factor reported for topics (a single broker: 1)."),
+    Option("socket.request.max.bytes", "socket_request_max_bytes", int,
+           "Largest request frame; a larger one closes the connection."),
+    Option("message.max.bytes", "message_max_bytes", int,
+           "Largest record batch accepted (topic override: max.message.bytes)."),
+    Option("log.segment.bytes", "log_segment_bytes", int, "Segment size before rolling."),
+    Option("log.roll.ms", "log_roll_ms", int, "Segment age before rolling."),
+    Option("log.retention.ms", "log_retention_ms", int, "Delete segments older than this (-1: never)."),
+    Option("log.retention.bytes", "log_retention_bytes", int,
+           "Delete oldest segments while a partition is larger (-1: no limit)."),
+    Option("log.retention.check.interval.ms", "log_retention_check_interval_ms", int,
+           "How often retention runs."),
+    Option("log.index.interval.bytes", "log_index_interval_bytes", int, "Bytes between offset index entries."),
+    Option("log.message.timestamp.type", "log_message_timestamp_type", str,
+           "CreateTime or LogAppendTime, for topics without their own setting."),
+    Option("log.cleanup.policy", "log_cleanup_policy", str, "delete or compact, for new topics."),
+    Option("log.cleaner.enable", "log_cleaner_enable", bool, "Run the log cleaner (compaction)."),
+    Option("log.cleaner.backoff.ms", "log_cleaner_backoff_ms", int,
+           "How long the cleaner sleeps when no compacted partition needs cleaning."),
+    Option("log.cleaner.min.cleanable.ratio", "log_cleaner_min_cleanable_ratio", float,
+           "Dirty share of a compacted log above which it is cleaned (topic: min.cleanable.dirty.ratio)."),
+    Option("log.cleaner.delete.retention.ms", "log_cleaner_delete_retention_ms", int,
+           "How long tombstones and transaction markers stay after cleaning (topic: delete.retention.ms)."),
+    Option("log.cleaner.min.compaction.lag.ms", "log_cleaner_min_compaction_lag_ms", int,
+           "Records younger than this are not compacted (topic: min.compaction.lag.ms)."),
+    Option("log.cleaner.max.compaction.lag.ms", "log_cleaner_max_compaction_lag_ms", int,
+           "Records older than this are compacted whatever the dirty ratio (topic: max.compaction.lag.ms)."),
+    Option("log.cleaner.dedupe.buffer.entries", "log_cleaner_dedupe_buffer_entries", int,
+           "Most keys one cleaning pass maps (minibroker's own; Kafka sizes this in bytes: "
+           "log.cleaner.dedupe.buffer.size). A log with more distinct dirty keys is cleaned in several passes."),
+    Option("log.flush.policy", "fsync", str,
+           "none | grouped | always: when acks=all answers relative to fdatasync (minibroker's own)."),
+    Option("fetch.max.bytes", "fetch_max_bytes", int, "Upper bound on a Fetch response's size."),
+    Option("connections.max.idle.ms", "connections_max_idle_ms", int, "Idle connections are closed after this."),
+    Option("controlled.shutdown.timeout.ms", "shutdown_timeout_ms", int,
+           "On SIGTERM/SIGINT, how long in-flight requests may take (minibroker's own)."),
+    Option("cluster.id", "cluster_id", str, "Cluster id; generated and stored in the data dir when unset."),
+    Option("zookeeper.connect", "zookeeper_connect", str,
+           "HOST:PORT[/chroot] of ZooKeeper for producer-id blocks; unset: a local store in the data dir."),
+    Option("zookeeper.session.timeout.ms", "zookeeper_session_timeout_ms", int,
+           "ZooKeeper session timeout; also bounds each ZooKeeper call."),
+    Option("producer.id.expiration.ms", "producer_id_expiration_ms", int,
+           "A partition forgets an idempotent producer this long after its last write."),
+    Option("producer.id.expiration.check.interval.ms", "producer_id_expiration_check_interval_ms", int,
+           "How often expired producer ids are removed (and producer state is snapshotted)."),
+    Option("offsets.topic.num.partitions", "offsets_topic_num_partitions", int,
+           "Partitions of `__consumer_offsets`, fixed when it is created (a group's coordinator partition "
+           "depends on it)."),
+    Option("offsets.topic.segment.bytes", "offsets_topic_segment_bytes", int,
+           "Segment size of `__consumer_offsets`."),
+    Option("offsets.retention.minutes", "offsets_retention_minutes", int,
+           "Committed offsets of a group expire this long after it became empty (or after the commit, for "
+           "groups without members and topics no longer consumed)."),
+    Option("offsets.retention.check.interval.ms", "offsets_retention_check_interval_ms", int,
+           "How often expired offsets and empty groups are removed."),
+    Option("offset.metadata.max.bytes", "offset_metadata_max_bytes", int,
+           "Longest metadata string of a committed offset (OFFSET_METADATA_TOO_LARGE above)."),
+    Option("group.min.session.timeout.ms", "group_min_session_timeout_ms", int,
+           "Smallest session timeout a member may ask for (INVALID_SESSION_TIMEOUT below)."),
+    Option("group.max.session.timeout.ms", "group_max_session_timeout_ms", int,
+           "Largest session timeout a member may ask for (INVALID_SESSION_TIMEOUT above)."),
+    Option("group.initial.rebalance.delay.ms", "group_initial_rebalance_delay_ms", int,
+           "How long the first rebalance of an empty group waits for more members. 0 here (Kafka: 3000) so "
+           "that a lone consumer starts at once; raise it for groups that start many members together."),
+    Option("group.max.size", "group_max_size", int, "Most members a group may have (GROUP_MAX_SIZE_REACHED)."),
+    Option("transaction.state.log.num.partitions", "transaction_state_log_num_partitions", int,
+           "Partitions of `__transaction_state`, fixed when it is created."),
+    Option("transaction.state.log.segment.bytes", "transaction_state_log_segment_bytes", int,
+           "Segment size of `__transaction_state`."),
+    Option("transaction.max.timeout.ms", "transaction_max_timeout_ms", int,
+           "Largest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
+    Option("transactional.id.expiration.ms", "transactional_id_expiration_ms", int,
+           "A transactional id without an open transaction is forgotten this long after its last update."),
+    Option("transaction.partition.verification.enable", "transaction_partition_verification_enable", bool,
+           "Refuse a transactional batch for a partition not added to the producer's transaction "
+           "(INVALID_TXN_STATE, KIP-890)."),
+    Option("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+           "transaction_abort_timed_out_interval_ms", int,
+           "Upper bound on how late a transaction past its timeout is aborted (minibroker also wakes at "
+           "the earliest deadline)."),
+    Option("allow.everyone.if.no.acl.found", "allow_everyone_if_no_acl_found", bool,
+           "A resource without any ACL is open to everyone (true here; Kafka's default is false, but a Kafka "
+           "broker without an authorizer allows everything)."),
+    Option("super.users", "super_users", str,
+           "Principals allowed everything whatever the ACLs, separated by semicolons (User:alice;User:bob)."),
+    # The cluster (ZooKeeper mode; docs/cluster.md).
+    Option("broker.rack", "broker_rack", str, "This broker's rack, for rack-aware replica assignment."),
+    Option("broker.id.generation.enable", "broker_id_generation_enable", bool,
+           "With ZooKeeper and no broker.id: take an id from /brokers/seqid (above reserved.broker.max.id)."),
+    Option("reserved.broker.max.id", "reserved_broker_max_id", int,
+           "Generated broker ids start above this."),
+    Option("zookeeper.connection.timeout.ms", "zookeeper_connection_timeout_ms", int,
+           "How long a broker waits for ZooKeeper at start."),
+    Option("controlled.shutdown.enable", "controlled_shutdown_enable", bool,
+           "On SIGTERM, ask the controller to move this broker's leaderships away first."),
+    Option("controlled.shutdown.max.retries", "controlled_shutdown_max_retries", int,
+           "Attempts of a controlled shutdown before stopping anyway."),
+    Option("controlled.shutdown.retry.backoff.ms", "controlled_shutdown_retry_backoff_ms", int,
+           "Wait between controlled shutdown attempts."),
+    Option("delete.topic.enable", "delete_topic_enable", bool, "DeleteTopics deletes (false: refused)."),
+    Option("auto.leader.rebalance.enable", "auto_leader_rebalance_enable", bool,
+           "The controller moves leaderships back to the preferred replicas when too many are elsewhere."),
+    Option("leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_seconds", int,
+           "How often the controller checks the preferred leaders."),
+    Option("leader.imbalance.per.broker.percentage", "leader_imbalance_per_broker_percentage", int,
+           "Share of a broker's partitions led elsewhere above which they are moved back."),
+    Option("offsets.topic.replication.factor", "offsets_topic_replication_factor", int,
+           "Replication factor of __consumer_offsets (at most the live brokers when it is created)."),
+    Option("transaction.state.log.replication.factor", "transaction_state_log_replication_factor", int,
+           "Replication factor of __transaction_state."),
+    Option("transaction.state.log.min.isr", "transaction_state_log_min_isr", int,
+           "min.insync.replicas of __transaction_state."),
+    Option("min.insync.replicas", "min_insync_replicas", int,
+           "With acks=all, fewer in-sync replicas than this refuse the write (NOT_ENOUGH_REPLICAS)."),
+    Option("unclean.leader.election.enable", "unclean_leader_election_enable", bool,
+           "Elect a leader outside the ISR when none of it is alive (loses acknowledged data)."),
+    Option("replica.lag.time.max.ms", "replica_lag_time_max_ms", int,
+           "A follower that has not caught up for this long leaves the ISR."),
+    Option("replica.fetch.max.bytes", "replica_fetch_max_bytes", int, "A follower's fetch size per partition."),
+    Option("replica.fetch.response.max.bytes", "replica_fetch_response_max_bytes", int,
+           "A follower's fetch size per request."),
+    Option("replica.fetch.wait.max.ms", "replica_fetch_wait_max_ms", int, "A follower's fetch long poll."),
+    Option("replica.fetch.backoff.ms", "replica_fetch_backoff_ms", int,
+           "A follower's wait after a failed fetch."),
+    Option("replica.socket.timeout.ms", "replica_socket_timeout_ms", int,
+           "Timeout of a broker's requests to another broker."),
+    Option("controller.socket.timeout.ms", "controller_socket_timeout_ms", int,
+           "Timeout of the controller's requests to a broker."),
+)
+OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
+    trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
+    virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
+    kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
+    listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
+    data_dir: Path = Path("./data")
+    broker_id: int = -1  # -1: 0 for a single broker; with ZooKeeper, generated (broker.id.generation.enable)
+    cluster_id: str | None = None
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    message_max_bytes: int = 1048588
+    log_segment_bytes: int = 1024 * 1024 * 1024
+    log_roll_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    log_index_interval_bytes: int = 4096
+    log_message_timestamp_type: str = "CreateTime"
+    log_cleanup_policy: str = "delete"
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15_000
+    log_cleaner_min_cleanable_ratio: float = 0.5
+    log_cleaner_delete_retention_ms: int = 86_400_000
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = 2**63 - 1
+    log_cleaner_dedupe_buffer_entries: int = 1_000_000
+    fsync: str = "grouped"
+    fetch_max_bytes: int = 55 * 1024 * 1024
+    connections_max_idle_ms: int = 600_000
+    shutdown_timeout_ms: int = 5_000
+    zookeeper_connect: str | None = None
+    zookeeper_session_timeout_ms: int = 18_000
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 0
+    group_max_size: int = 2**31 - 1
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 604_800_000
+    transaction_abort_timed_out_interval_ms: int = 10_000
+    transaction_partition_verification_enable: bool = True
+    allow_everyone_if_no_acl_found: bool = True
+    super_users: str = ""
+    broker_rack: str | None = None
+    broker_id_generation_enable: bool = True
+    reserved_broker_max_id: int = 1000
+    zookeeper_connection_timeout_ms: int = 18_000
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5_000
+    delete_topic_enable: bool = True
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    offsets_topic_replication_factor: int = 3
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 1_000
+    replica_socket_timeout_ms: int = 30_000
+    controller_socket_timeout_ms: int = 30_000
+
+    def set_option(self, kafka_name: str, value: str) -> None:
+        """Apply one `name=value` override, with Kafka's option name."""
+        opt = OPTIONS_BY_NAME.get(kafka_name)
+        if opt is None:
+            raise ValueError(f"unknown option {kafka_name!r}")
+        setattr(self, opt.attr, convert_option(opt, value))
+        self.validate()
+
+    @property
+    def cluster_mode(self) -> bool:
+        """A broker of a ZooKeeper-mode cluster (possibly of one), rather than the embedded single broker."""
+        return bool(self.zookeeper_connect)
+
+    def validate(self) -> None:
+        check_release(self.kafka_version)
+        if self.broker_id < 0 and not self.zookeeper_connect:
+            self.broker_id = 0  # the embedded single broker is node 0
+        if self.broker_id >= 0 and self.zookeeper_connect and self.broker_id > self.reserved_broker_max_id \
+                and self.broker_id_generation_enable:
+            # Kafka's check: configured ids stay below the generated ones.
+            raise ValueError(f"broker.id must be between 0 and {self.reserved_broker_max_id} (reserved.broker.max.id)"
+                             " when broker.id.generation.enable is true")
+        if self.fsync not in FSYNC_POLICIES:
+            raise ValueError(f"log.flush.policy must be one of {FSYNC_POLICIES}, not {self.fsync!r}")
+        if self.log_message_timestamp_type not in ("CreateTime", "LogAppendTime"):
+            raise ValueError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+        if self.num_partitions < 1:
+            raise ValueError("num.partitions must be at least 1")
+        if self.offsets_topic_num_partitions < 1:
+            raise ValueError("offsets.topic.num.partitions must be at least 1")
+        if self.transaction_state_log_num_partitions < 1:
+            raise ValueError("transaction.state.log.num.partitions must be at least 1")
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        if not self.listeners:
+            raise ValueError("at least one listener is needed")
+
+    def replace(self, **changes: Any) -> BrokerConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def convert_option(opt: Option, value: str) -> Any:
+    if opt.kind is bool:
+        lowered = value.strip().lower()
+        if lowered not in ("true", "false"):
+            raise ValueError(f"{opt.kafka_name} takes true or false, not {value!r}")
+        return lowered == "true"
+    try:
+        return opt.kind(value)
+    except ValueError:
+        raise ValueError(f"{opt.kafka_name}: bad value {value!r}") from None

@@ -1,0 +1,193 @@
+"""{ApiKey: Api}: which versions the broker serves and which handler answers them.
+
+The ApiVersions response is derived from this table, so an API is advertised exactly when it is served.
+Handlers take (ctx, request) and return the response as a mapping (or None for acks=0 produce); a
+handler may be `async` when it waits (durability, long poll), otherwise it runs inline on the
+connection's task.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from broker.config import kafka_versions
+from protocol.header import ApiKey
+
+
+@dataclass(eq=False)
+class Api:
+    key: ApiKey
+    min_version: int
+    max_version: int
+    module: str  # broker.handlers.<module>.handle answers; imported on the API's first request (startup time)
+    request_name: str
+    response_name: str
+    decode: Callable[[int, bytes, int], Any] | None = None
+    encode: Callable[[int, Mapping[str, Any]], bytes] | None = None
+    # The answer to a version a profile advertises but does not accept (Kafka 4's Produce v0-2: KAFKA-18659).
+    reject_old: Callable[[int, bytes, int], bytes] | None = None
+
+    @cached_property
+    def handler(self) -> Callable[..., Any]:
+        handler: Callable[..., Any] = importlib.import_module(f"broker.handlers.{self.module}").handle
+        return handler
+
+    @cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.handler)
+
+    @cached_property
+    def request(self):  # noqa: ANN201 - protocol.schema.MessageSpec
+        from protocol.schema import message  # construct loads on first use, not at startup
+
+        return message(self.request_name)
+
+    @cached_property
+    def response(self):  # noqa: ANN201
+        from protocol.schema import message
+
+        return message(self.response_name)
+
+    def decode_request(self, version: int, frame: bytes, offset: int) -> Any:
+        if self.decode is not None:
+            return self.decode(version, frame, offset)
+        return self.request.decode(version, frame, offset)
+
+    def encode_response(self, version: int, body: Mapping[str, Any]) -> bytes:
+        if self.encode is not None:
+            return self.encode(version, body)
+        return self.response.encode(version, body)
+
+    @property
+    def advertised_range(self) -> tuple[int, int]:
+        return self.min_version, self.max_version
+
+
+def _build_table() -> dict[int, Api]:
+    from protocol.messages import fetch as fetch_codec
+    from protocol.messages import produce as produce_codec
+
+    apis = [
+        # Every version from v0 (the 3.x profiles); the 4.x profiles accept what Kafka 4 does
+        # (broker.config.kafka_versions), and Produce v0-2, which they still advertise, are answered by `reject_old`.
+        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse",
+            decode=produce_codec.decode_request, encode=produce_codec.encode_response,
+            reject_old=produce_codec.unsupported_version_response),
+        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse",
+            decode=fetch_codec.decode_request, encode=fetch_codec.encode_response),
+        Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.CREATE_TOPICS, 0, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
+        Api(ApiKey.DELETE_TOPICS, 0, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
+        Api(ApiKey.DESCRIBE_CONFIGS, 0, 4, "describe_configs", "DescribeConfigsRequest",
+            "DescribeConfigsResponse"),
+        Api(ApiKey.ALTER_CONFIGS, 0, 2, "alter_configs", "AlterConfigsRequest", "AlterConfigsResponse"),
+        Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, "incremental_alter_configs",
+            "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
+        Api(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, "list_config_resources", "ListConfigResourcesRequest",
+            "ListConfigResourcesResponse"),
+        Api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, "describe_topic_partitions", "DescribeTopicPartitionsRequest",
+            "DescribeTopicPartitionsResponse"),
+        Api(ApiKey.DESCRIBE_CLUSTER, 0, 2, "describe_cluster", "DescribeClusterRequest",
+            "DescribeClusterResponse"),
+        Api(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 4, "offset_for_leader_epoch", "OffsetForLeaderEpochRequest",
+            "OffsetForLeaderEpochResponse"),
+        # What a single broker truthfully answers about leaders, replicas and log directories.
+        Api(ApiKey.ELECT_LEADERS, 0, 2, "elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse"),
+        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 4, "describe_log_dirs", "DescribeLogDirsRequest",
+            "DescribeLogDirsResponse"),
+        Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 0, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
+            "AlterReplicaLogDirsResponse"),
+        Api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, "alter_partition_reassignments",
+            "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"),
+        Api(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, "list_partition_reassignments",
+            "ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse"),
+        Api(ApiKey.DELETE_RECORDS, 0, 2, "delete_records", "DeleteRecordsRequest", "DeleteRecordsResponse"),
+        Api(ApiKey.CREATE_PARTITIONS, 0, 3, "create_partitions", "CreatePartitionsRequest",
+            "CreatePartitionsResponse"),
+        Api(ApiKey.INIT_PRODUCER_ID, 0, 5, "init_producer_id", "InitProducerIdRequest",
+            "InitProducerIdResponse"),
+        Api(ApiKey.FIND_COORDINATOR, 0, 6, "find_coordinator", "FindCoordinatorRequest",
+            "FindCoordinatorResponse"),
+        Api(ApiKey.JOIN_GROUP, 0, 9, "join_group", "JoinGroupRequest", "JoinGroupResponse"),
+        Api(ApiKey.SYNC_GROUP, 0, 5, "sync_group", "SyncGroupRequest", "SyncGroupResponse"),
+        Api(ApiKey.HEARTBEAT, 0, 4, "heartbeat", "HeartbeatRequest", "HeartbeatResponse"),
+        Api(ApiKey.LEAVE_GROUP, 0, 5, "leave_group", "LeaveGroupRequest", "LeaveGroupResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 0, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 0, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.LIST_GROUPS, 0, 5, "list_groups", "ListGroupsRequest", "ListGroupsResponse"),
+        Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
+            "DescribeGroupsResponse"),
+        Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        Api(ApiKey.OFFSET_DELETE, 0, 0, "offset_delete", "OffsetDeleteRequest", "OffsetDeleteResponse"),
+        Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, "describe_producers", "DescribeProducersRequest",
+            "DescribeProducersResponse"),
+        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, "add_partitions_to_txn", "AddPartitionsToTxnRequest",
+            "AddPartitionsToTxnResponse"),
+        Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, "add_offsets_to_txn", "AddOffsetsToTxnRequest",
+            "AddOffsetsToTxnResponse"),
+        Api(ApiKey.END_TXN, 0, 4, "end_txn", "EndTxnRequest", "EndTxnResponse"),
+        Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
+            "WriteTxnMarkersResponse"),
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
+            "TxnOffsetCommitResponse"),
+        Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "describe_transactions", "DescribeTransactionsRequest",
+            "DescribeTransactionsResponse"),
+        Api(ApiKey.LIST_TRANSACTIONS, 0, 2, "list_transactions", "ListTransactionsRequest",
+            "ListTransactionsResponse"),
+        Api(ApiKey.DESCRIBE_ACLS, 0, 3, "describe_acls", "DescribeAclsRequest", "DescribeAclsResponse"),
+        Api(ApiKey.CREATE_ACLS, 0, 3, "create_acls", "CreateAclsRequest", "CreateAclsResponse"),
+        Api(ApiKey.DELETE_ACLS, 0, 3, "delete_acls", "DeleteAclsRequest", "DeleteAclsResponse"),
+        # The cluster's own requests (ZooKeeper mode): from the controller, and to it.
+        Api(ApiKey.LEADER_AND_ISR, 0, 7, "leader_and_isr", "LeaderAndIsrRequest", "LeaderAndIsrResponse"),
+        Api(ApiKey.STOP_REPLICA, 0, 4, "stop_replica", "StopReplicaRequest", "StopReplicaResponse"),
+        Api(ApiKey.UPDATE_METADATA, 0, 8, "update_metadata", "UpdateMetadataRequest", "UpdateMetadataResponse"),
+        Api(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "controlled_shutdown", "ControlledShutdownRequest",
+            "ControlledShutdownResponse"),
+        Api(ApiKey.ALTER_PARTITION, 0, 3, "alter_partition", "AlterPartitionRequest", "AlterPartitionResponse"),
+        Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
+            "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
+        Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",
+            "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
+    ]
+    return {int(api.key): api for api in apis}
+
+
+_TABLE: dict[int, Api] | None = None
+
+
+def table() -> dict[int, Api]:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _build_table()
+    return _TABLE
+
+
+def load_handlers() -> None:
+    """Import every handler now (after startup), so that a broker never loads code long after it started
+    (an upgrade of the installed package under a running broker must not mix versions)."""
+    for api in table().values():
+        _ = api.handler
+
+
+def lookup(api_key: int) -> Api | None:
+    return table().get(api_key)
+
+
+def served() -> dict[int, tuple[int, int, int]]:
+    """{api_key: (min accepted, max, min advertised)} of every API this broker serves."""
+    return {key: (api.min_version, api.max_version, api.advertised_range[0]) for key, api in table().items()}
+
+
+def version_profile(kafka_version: str = kafka_versions.DEFAULT, *,
+                    cluster: bool = False) -> kafka_versions.VersionProfile:
+    """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version); a
+    cluster's brokers also accept the cluster's own requests (whatever release they look like to clients)."""
+    profile = kafka_versions.resolve(served(), kafka_version)
+    return profile.with_inter_broker(served()) if cluster else profile

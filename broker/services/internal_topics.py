@@ -1,0 +1,57 @@
+"""What the coordinators' internal topics (`__consumer_offsets`, `__transaction_state`) share: which partition
+holds a key (Kafka's partitioning by Java string hash), creation on first use, and reading the stored
+batches back at startup."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from broker.services.topics import Partition, Topic, TopicManager
+from protocol.records import BatchHeader, CorruptRecordError, Record, decode_records, iter_batches
+
+log = logging.getLogger(__name__)
+
+_READ_CHUNK = 1024 * 1024
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, int32 overflow): Kafka's coordinator partitioning."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    # Kafka's Utils.abs is `n & 0x7fffffff`, not Math.abs.
+    return (java_string_hash(key) & 0x7FFFFFFF) % partitions
+
+
+def internal_topic(topics: TopicManager, name: str, now_ms: int) -> Topic:
+    """The topic, created with Kafka's settings for it on first use (Kafka creates it on the first
+    FindCoordinator)."""
+    topic = topics.get(name)
+    if topic is None:
+        topic = topics.create(name, now_ms=now_ms)
+    return topic
+
+
+def stored_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """Every batch of the partition with its records, in log order (corrupt batches are logged, skipped)."""
+    plog = partition.log
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        data = plog.read(offset, _READ_CHUNK)
+        if not data:
+            break
+        for header, start, end in iter_batches(data):
+            offset = header.base_offset + header.last_offset_delta + 1
+            try:
+                records = decode_records(memoryview(data)[start:end])
+            except CorruptRecordError as exc:
+                log.error("%s-%d: skipping a corrupt batch at %d: %s", partition.topic, partition.index,
+                          header.base_offset, exc)
+                continue
+            yield header, records

@@ -1,0 +1,505 @@
+"""Topics and their partitions: creation, deletion, lookup, leadership, and where they live on disk.
+
+Layout under the data dir, as Kafka's: `<topic>-<partition>/` holds a partition's log; topic metadata
+(id, partition count, config overrides) is kept in `meta/topics/<topic>.json`, written atomically.
+
+A single broker leads every partition of its topics, at leader epoch 0, and is their only replica. In a
+cluster (broker.cluster) the topics are the controller's: this broker learns them from UpdateMetadata
+(`apply_metadata`), hosts the logs of the partitions it is a replica of (`become_replica`, from
+LeaderAndIsr), and answers for a partition only where it is the leader (`leader_partition`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.config.options import BrokerConfig
+from broker.config.topic import InvalidConfigError, effective_configs, log_config, validate_topic_configs
+from broker.log.durable_file import write_atomically
+from broker.log.partition_log import PartitionLog
+from broker.log.producer_snapshot import load_producer_state, save_producer_state
+from broker.log.producer_state import ProducerStateManager
+from protocol.header import ErrorCode
+
+log = logging.getLogger(__name__)
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+
+
+class TopicError(Exception):
+    """A topic operation failed with a Kafka error (name from protocol.header.ErrorCode)."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def validate_topic_name(name: str | None) -> None:
+    """Kafka's Topic.validate: INVALID_TOPIC_EXCEPTION for an illegal name."""
+    if not name:
+        raise TopicError("INVALID_TOPIC_EXCEPTION", "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopicError("INVALID_TOPIC_EXCEPTION", "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise TopicError("INVALID_TOPIC_EXCEPTION",
+                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise TopicError("INVALID_TOPIC_EXCEPTION",
+                         f"Topic name \"{name}\" is illegal, it contains a character other than "
+                         "ASCII alphanumerics, '.', '_' and '-'")
+
+
+@dataclass(slots=True, eq=False)
+class Partition:
+    topic: str
+    index: int
+    log: PartitionLog | None  # None where this broker is not a replica
+    producers: ProducerStateManager | None
+    leader: int = -1  # the leader's broker id; -1: offline
+    leader_epoch: int = 0
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+    offline_replicas: list[int] = field(default_factory=list)
+    partition_epoch: int = 0  # the version of its state znode (AlterPartition's partition epoch)
+    # The high watermark when the partition is replicated; None: everything appended is (one replica).
+    replicated_hw: int | None = None
+
+    @property
+    def high_watermark(self) -> int:
+        if self.replicated_hw is None:
+            return self.log.log_end_offset
+        return self.replicated_hw
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class TopicManager:
+    def __init__(self, config: BrokerConfig, now_ms: int, *, cluster: bool = False) -> None:
+        self.config = config
+        self.node_id = config.broker_id
+        self.cluster = cluster
+        self.data_dir = Path(config.data_dir)
+        self._meta_dir = self.data_dir / "meta" / "topics"
+        self._meta_dir.mkdir(parents=True, exist_ok=True)
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        # In a cluster, the logs found at start wait here for the controller to say what they are.
+        self._unclaimed: dict[tuple[str, int], Partition] = {}
+        self._load(now_ms)
+
+    # -- lookup -------------------------------------------------------------------------------
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def get_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        topic = self._by_name.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def leader_partition(self, name: str, index: int) -> Partition | ErrorCode:
+        """The partition if this broker leads it; else UNKNOWN_TOPIC_OR_PARTITION (no such partition) or
+        NOT_LEADER_OR_FOLLOWER (another broker leads it, or none does), as Kafka's
+        ReplicaManager.getPartitionOrError."""
+        topic = self._by_name.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = topic.partitions[index]
+        if partition.leader != self.node_id or partition.log is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition
+
+    @staticmethod
+    def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
+        """A request's current leader epoch against ours (-1: not given): an older one is
+        FENCED_LEADER_EPOCH (the client must refresh its metadata), a newer one UNKNOWN_LEADER_EPOCH (we
+        have not heard of it yet)."""
+        if current_leader_epoch < 0 or current_leader_epoch == partition.leader_epoch:
+            return ErrorCode.NONE
+        if current_leader_epoch < partition.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+    def hosted(self) -> Iterator[Partition]:
+        """Every partition this broker holds a log of."""
+        for topic in list(self._by_name.values()):
+            for partition in topic.partitions:
+                if partition.log is not None:
+                    yield partition
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(list(self._by_name.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    # -- changes ------------------------------------------------------------------------------
+    def check_create(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: Mapping[str, str | None]) -> tuple[int, dict[str, str]]:
+        """Validate a creation as Kafka does; returns (partitions, config overrides)."""
+        validate_topic_name(name)
+        if name in self._by_name:
+            raise TopicError("TOPIC_ALREADY_EXISTS", f"Topic '{name}' already exists.")
+        if num_partitions == -1:
+            num_partitions = self.config.num_partitions
+        if num_partitions <= 0:
+            raise TopicError("INVALID_PARTITIONS", "Number of partitions must be larger than 0.")
+        if replication_factor == -1:
+            replication_factor = self.config.default_replication_factor
+        if replication_factor <= 0:
+            raise TopicError("INVALID_REPLICATION_FACTOR", "Replication factor must be larger than 0.")
+        if replication_factor > 1:
+            raise TopicError("INVALID_REPLICATION_FACTOR",
+                             f"Unable to replicate the partition {replication_factor} time(s): "
+                             "The target replication factor of "
+                             f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
+        try:
+            overrides = validate_topic_configs(configs)
+        except InvalidConfigError as exc:
+            raise TopicError("INVALID_CONFIG", str(exc)) from None
+        return num_partitions, overrides
+
+    def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+               configs: Mapping[str, str | None] | None = None, *, now_ms: int) -> Topic:
+        if name == OFFSETS_TOPIC and num_partitions == -1:
+            # However it gets created (FindCoordinator, Metadata), Kafka's settings for it.
+            num_partitions = self.config.offsets_topic_num_partitions
+            configs = {"cleanup.policy": "compact",
+                       "segment.bytes": str(self.config.offsets_topic_segment_bytes), **(configs or {})}
+        elif name == TRANSACTION_STATE_TOPIC and num_partitions == -1:
+            num_partitions = self.config.transaction_state_log_num_partitions
+            configs = {"cleanup.policy": "compact",
+                       "segment.bytes": str(self.config.transaction_state_log_segment_bytes), **(configs or {})}
+        num_partitions, overrides = self.check_create(name, num_partitions, replication_factor, configs or {})
+        # Kafka forbids topics whose names collide once '.' and '_' are treated alike (metric names).
+        folded = name.replace(".", "_")
+        for other in self._by_name:
+            if other.replace(".", "_") == folded:
+                raise TopicError("INVALID_TOPIC_EXCEPTION",
+                                 f"Topic '{name}' collides with existing topic: {other}")
+        topic = Topic(name, uuid.uuid4(), [], overrides)
+        self._write_meta(topic, num_partitions)
+        topic.partitions = [self._open_partition(topic, i, now_ms) for i in range(num_partitions)]
+        self._by_name[name] = topic
+        self._by_id[topic.topic_id] = topic
+        log.info("created topic %s with %d partition(s)", name, num_partitions)
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        if name in INTERNAL_TOPICS and name in self._by_name:
+            # The coordinators own these logs; Kafka's tools refuse this too.
+            raise TopicError("INVALID_REQUEST", f"Topic {name} is a kafka internal topic and is not allowed "
+                                                "to be deleted.")
+        topic = self._by_name.pop(name, None)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+        del self._by_id[topic.topic_id]
+        # Metadata goes first: a crash mid-way leaves orphan partition dirs, which _load removes.
+        (self._meta_dir / f"{name}.json").unlink(missing_ok=True)
+        for p in topic.partitions:
+            if p.log is not None:
+                _remove_log(p.log)
+        log.info("deleted topic %s", name)
+        return topic
+
+    def check_add_partitions(self, name: str, count: int) -> Topic:
+        """Kafka's CreatePartitions validation (ReplicationControlManager.createPartitions)."""
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        if topic.is_internal:
+            # The coordinators map keys to these partitions by their count.
+            raise TopicError("INVALID_REQUEST", f"The number of partitions of the internal topic {name} "
+                                                "cannot be changed.")
+        current = len(topic.partitions)
+        if count < current:
+            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {current} partition(s); "
+                                                   f"{count} would not be an increase.")
+        if count == current:
+            raise TopicError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
+        return topic
+
+    def add_partitions(self, name: str, count: int, *, now_ms: int) -> Topic:
+        """Grow the topic to `count` partitions: the new logs first, then the metadata that names them (a
+        crash in between leaves empty partition directories that the next growth reuses)."""
+        topic = self.check_add_partitions(name, count)
+        new = [self._open_partition(topic, i, now_ms) for i in range(len(topic.partitions), count)]
+        try:
+            self._write_meta(topic, count)
+        except OSError:
+            for p in new:
+                p.log.close()
+            raise
+        topic.partitions = [*topic.partitions, *new]
+        log.info("topic %s now has %d partition(s)", name, count)
+        return topic
+
+    def alter_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> Topic:
+        """Replace the topic's config overrides (validated, persisted, applied to its logs: new values take
+        effect for new appends, segments and the next retention run)."""
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        try:
+            checked = validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError("INVALID_CONFIG", str(exc)) from None
+        if validate_only:
+            return topic
+        previous = topic.configs
+        topic.configs = checked
+        try:
+            self._write_meta(topic, len(topic.partitions))
+        except OSError:
+            topic.configs = previous
+            raise
+        self._apply_log_config(topic)
+        log.info("topic %s configs now %s", name, checked)
+        return topic
+
+    def refresh_log_configs(self) -> None:
+        """The broker defaults changed (dynamic broker configs): every log takes its new effective config."""
+        for topic in self._by_name.values():
+            self._apply_log_config(topic)
+
+    def _apply_log_config(self, topic: Topic) -> None:
+        config = log_config(topic.configs, self.config)
+        for p in topic.partitions:
+            if p.log is not None:
+                p.log.config = config
+
+    def effective_configs(self, topic: Topic) -> dict[str, str]:
+        return effective_configs(topic.configs, self.config)
+
+    def close(self) -> None:
+        for p in [*self.hosted(), *self._unclaimed.values()]:
+            try:
+                save_producer_state(p.log, p.producers)
+            except OSError as exc:  # the next open rebuilds the state from the log
+                log.error("saving producer state of %s-%d failed: %s", p.topic, p.index, exc)
+            p.log.close()
+
+    # -- the cluster's topics (broker.cluster) ---------------------------------------------------------
+    def apply_metadata(self, name: str, topic_id: uuid.UUID, states: Mapping[int, PartitionMetadata]) -> Topic:
+        """What UpdateMetadata says of a topic: its id and each partition's leader, epoch, replicas and ISR
+        (partitions this broker hosts keep their logs). A topic with a new id is another topic: the old
+        one's logs are removed first."""
+        topic = self._by_name.get(name)
+        if topic is not None and topic.topic_id != topic_id:
+            self.remove_topic(name)
+            topic = None
+        if topic is None:
+            topic = Topic(name, topic_id, [], self._stored_configs(name, topic_id))
+            self._by_name[name] = topic
+            self._by_id[topic_id] = topic
+        count = max(len(topic.partitions), max(states, default=-1) + 1)
+        while len(topic.partitions) < count:
+            topic.partitions.append(Partition(name, len(topic.partitions), None, None))
+        for index, state in states.items():
+            state.apply_to(topic.partitions[index])
+        return topic
+
+    def remove_topic(self, name: str) -> None:
+        """The topic is gone from the cluster (or became another topic): forget it and remove its logs."""
+        topic = self._by_name.pop(name, None)
+        if topic is None:
+            return
+        self._by_id.pop(topic.topic_id, None)
+        (self._meta_dir / f"{name}.json").unlink(missing_ok=True)
+        for p in topic.partitions:
+            if p.log is not None:
+                _remove_log(p.log)
+                p.log = p.producers = None
+        log.info("removed topic %s", name)
+
+    def become_replica(self, name: str, topic_id: uuid.UUID, index: int, configs: Mapping[str, str],
+                       *, now_ms: int) -> Partition:
+        """Host a log of the partition (LeaderAndIsr): the one found at start if it is this topic's, else a
+        new empty one. Its leadership is set by the caller."""
+        topic = self._by_name.get(name)
+        if topic is None or topic.topic_id != topic_id:
+            topic = self.apply_metadata(name, topic_id, {})
+        while len(topic.partitions) <= index:
+            topic.partitions.append(Partition(name, len(topic.partitions), None, None))
+        topic.configs = dict(configs)
+        partition = topic.partitions[index]
+        if partition.log is None:
+            found = self._unclaimed.pop((name, index), None)
+            if found is not None and self._stored_topic_id(name) == topic_id:
+                partition.log, partition.producers = found.log, found.producers
+                partition.log.config = log_config(topic.configs, self.config)
+            else:
+                if found is not None:  # a log of an older topic of the same name
+                    _remove_log(found.log)
+                opened = self._open_partition(topic, index, now_ms)
+                partition.log, partition.producers = opened.log, opened.producers
+            self._write_hosted_meta(topic)
+        return partition
+
+    def stop_replica(self, name: str, index: int, *, delete: bool) -> None:
+        """No longer a replica of the partition (StopReplica): close its log, and remove it when asked."""
+        partition = self.partition(name, index)
+        if partition is None or partition.log is None:
+            return
+        plog, producers = partition.log, partition.producers
+        partition.log = partition.producers = None
+        partition.replicated_hw = None
+        if delete:
+            _remove_log(plog)
+        else:
+            try:
+                save_producer_state(plog, producers)
+            except OSError as exc:
+                log.error("saving producer state of %s-%d failed: %s", name, index, exc)
+            plog.close()
+        topic = self._by_name[name]
+        self._write_hosted_meta(topic)
+
+    def drop_unclaimed_not_in_metadata(self) -> None:
+        """The first metadata after a start: logs of topics deleted meanwhile (another id, or none), or of
+        partitions this broker is no longer a replica of, are removed (the controller could not tell a
+        broker that was down)."""
+        for (name, index), found in list(self._unclaimed.items()):
+            topic = self._by_name.get(name)
+            stale = topic is None or self._stored_topic_id(name) != topic.topic_id or index >= len(topic.partitions) \
+                or self.node_id not in topic.partitions[index].replicas
+            if stale:
+                log.info("removing the log of %s-%d: its topic or replica is gone from the cluster", name, index)
+                del self._unclaimed[(name, index)]
+                _remove_log(found.log)
+
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """The topic's config overrides changed in the cluster (its /config/topics znode)."""
+        topic = self._by_name.get(name)
+        if topic is not None:
+            topic.configs = dict(configs)
+            self._apply_log_config(topic)
+            if any(p.log is not None for p in topic.partitions):
+                self._write_hosted_meta(topic)
+
+    def _stored_configs(self, name: str, topic_id: uuid.UUID) -> dict[str, str]:
+        data = self._read_meta(name)
+        if data is not None and data.get("topic_id") == str(topic_id):
+            return dict(data.get("configs", {}))
+        return {}
+
+    def _stored_topic_id(self, name: str) -> uuid.UUID | None:
+        data = self._read_meta(name)
+        return uuid.UUID(data["topic_id"]) if data is not None else None
+
+    def _read_meta(self, name: str) -> dict | None:
+        try:
+            return json.loads((self._meta_dir / f"{name}.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _write_hosted_meta(self, topic: Topic) -> None:
+        hosted = [p.index for p in topic.partitions if p.log is not None]
+        path = self._meta_dir / f"{topic.name}.json"
+        if not hosted:
+            path.unlink(missing_ok=True)
+            return
+        data = {"name": topic.name, "topic_id": str(topic.topic_id), "hosted": hosted, "configs": topic.configs}
+        write_atomically(path, json.dumps(data))
+
+    # -- disk -----------------------------------------------------------------------------------
+    def _open_partition(self, topic: Topic, index: int, now_ms: int) -> Partition:
+        directory = self.data_dir / f"{topic.name}-{index}"
+        plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms,
+                                 track_epochs=self.cluster)
+        # A single broker leads its partitions and is their only replica; a cluster's controller says.
+        leader, replicas = (-1, []) if self.cluster else (self.node_id, [self.node_id])
+        return Partition(topic.name, index, plog, load_producer_state(plog, f"{topic.name}-{index}"),
+                         leader=leader, replicas=replicas, isr=list(replicas))
+
+    def _write_meta(self, topic: Topic, num_partitions: int) -> None:
+        data = {"name": topic.name, "topic_id": str(topic.topic_id), "partitions": num_partitions,
+                "configs": topic.configs}
+        write_atomically(self._meta_dir / f"{topic.name}.json", json.dumps(data))
+
+    def _load(self, now_ms: int) -> None:
+        for path in sorted(self._meta_dir.glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+                topic = Topic(data["name"], uuid.UUID(data["topic_id"]), [], dict(data.get("configs", {})))
+                count = int(data.get("partitions", 0))
+            except (OSError, ValueError, KeyError) as exc:
+                log.error("ignoring unreadable topic metadata %s: %s", path, exc)
+                continue
+            if self.cluster:
+                for i in data.get("hosted", []):
+                    self._unclaimed[(topic.name, i)] = self._open_partition(topic, i, now_ms)
+                continue
+            topic.partitions = [self._open_partition(topic, i, now_ms) for i in range(count)]
+            self._by_name[topic.name] = topic
+            self._by_id[topic.topic_id] = topic
+        # Partition dirs of a topic whose metadata is gone were left by a deletion cut short.
+        metas = {path.stem for path in self._meta_dir.glob("*.json")}
+        for entry in self.data_dir.iterdir():
+            if not entry.is_dir():
+                continue
+            if entry.name.endswith("-delete"):
+                shutil.rmtree(entry, ignore_errors=True)
+                continue
+            m = re.match(r"^(.+)-\d+$", entry.name)
+            if m and m.group(1) not in metas:
+                log.warning("removing partition dir %s of a deleted topic", entry.name)
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    """A partition's state as the controller publishes it (UpdateMetadata, LeaderAndIsr)."""
+
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    partition_epoch: int = 0
+
+    def apply_to(self, partition: Partition) -> None:
+        partition.leader = self.leader
+        partition.leader_epoch = self.leader_epoch
+        partition.replicas = list(self.replicas)
+        partition.isr = list(self.isr)
+        partition.offline_replicas = list(self.offline_replicas)
+        partition.partition_epoch = self.partition_epoch
+
+
+def _remove_log(plog: PartitionLog) -> None:
+    """Close the log and remove its directory (renamed first, so a crash leaves a `-delete` dir that the
+    next start removes, never a half-deleted log under the partition's name)."""
+    plog.close()
+    doomed = plog.directory.with_name(f"{plog.directory.name}.{uuid.uuid4().hex}-delete")
+    try:
+        os.replace(plog.directory, doomed)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(doomed, ignore_errors=True)

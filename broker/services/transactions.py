@@ -1,0 +1,283 @@
+"""The transaction coordinator's shell: `__transaction_state` as its log, the two-phase writes, the markers,
+timeouts and recovery. The state machine itself is coordinator/txn.py (pure logic).
+
+Every transit is written to the transactional id's partition of `__transaction_state` and completed once
+that write is durable. After PrepareCommit/PrepareAbort, EndTxn is answered and the markers go to every
+partition of the transaction through WriteTxnMarkers (to this broker: broker.services.markers,
+in-process), retried until each partition has its COMMIT/ABORT control batch; then Complete* is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+
+import trio
+
+from broker.clock import Clock
+from broker.config.options import BrokerConfig
+from broker.log.flusher import GroupFlusher
+from broker.services.appends import AppendSignal
+from broker.services.internal_topics import internal_topic, partition_for, stored_batches
+from broker.services.markers import MarkerWriter
+from broker.services.producer_ids import ProducerIds
+from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError, TopicManager
+from coordinator.txn import (
+    InitResult,
+    TransactionCoordinator,
+    TxnConfig,
+    TxnState,
+    TxnTransit,
+)
+from protocol.header import ErrorCode
+from protocol.records import Record as LogRecord
+from protocol.records import build_batch
+from protocol.txn_records import (
+    TxnKey,
+    TxnRecordError,
+    TxnValue,
+    decode_txn_key,
+    decode_txn_value,
+    encode_txn_key,
+    encode_txn_value,
+)
+
+log = logging.getLogger(__name__)
+
+COORDINATOR_EPOCH = 0  # the leader epoch of our `__transaction_state` partitions: always 0 on one broker
+_MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)
+_END_TXN_WAIT_S = 5.0  # longest EndTxn waits for the markers (then answers; they go on in the background)
+# Errors after which a partition's marker is not retried (Kafka's TransactionMarkerRequestCompletionHandler).
+_MARKER_GIVE_UP = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_EPOCH,
+                             ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+
+
+class TxnWriteError(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def transit_value(transit: TxnTransit) -> bytes:
+    # Kafka writes an Empty transaction's partitions as a null array.
+    partitions: dict[str, list[int]] = defaultdict(list)
+    for topic, index in sorted(transit.partitions):
+        partitions[topic].append(index)
+    return encode_txn_value(TxnValue(
+        producer_id=transit.producer_id, producer_epoch=transit.producer_epoch, timeout_ms=transit.timeout_ms,
+        status=transit.state.code,
+        partitions=None if transit.state is TxnState.EMPTY else tuple(
+            (t, tuple(ps)) for t, ps in partitions.items()),
+        last_update_ms=transit.update_ms, start_ms=transit.start_ms))
+
+
+def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
+    state = TxnState.from_code(int(value.status))
+    partitions = frozenset() if state is TxnState.EMPTY or value.partitions is None else frozenset(
+        (t, p) for t, ps in value.partitions for p in ps)
+    return TxnTransit(transactional_id, value.producer_id, value.previous_producer_id, value.producer_epoch,
+                      -1, value.timeout_ms, state, partitions, value.start_ms, value.last_update_ms)
+
+
+class TxnService:
+    def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, flusher: GroupFlusher,
+                 appends: AppendSignal, producer_ids: ProducerIds, markers: MarkerWriter) -> None:
+        self.config = config
+        self.topics = topics
+        self.clock = clock
+        self.flusher = flusher
+        self.appends = appends
+        self.producer_ids = producer_ids
+        self.markers = markers
+        c = config
+        self.coordinator = TransactionCoordinator(TxnConfig(max_timeout_ms=c.transaction_max_timeout_ms,
+                                                            id_expiration_ms=c.transactional_id_expiration_ms))
+        self.loaded = trio.Event()
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # -- the state topic -----------------------------------------------------------------------------
+    def state_topic(self) -> Topic:
+        """`__transaction_state`, created on first use."""
+        return internal_topic(self.topics, TRANSACTION_STATE_TOPIC, self.clock.now_ms())
+
+    def partition_of(self, transactional_id: str) -> Partition:
+        topic = self.state_topic()
+        return topic.partitions[partition_for(transactional_id, len(topic.partitions))]
+
+    async def write(self, transit: TxnTransit, *, durable: bool = True) -> None:
+        """Append the transit and wait until it is durable; complete it then, or abandon it on failure.
+        Complete* need not wait: if it is lost, recovery finds Prepare* and writes the markers again."""
+        try:
+            partition = self.partition_of(transit.transactional_id)
+        except (TopicError, OSError) as exc:
+            self.coordinator.abandon(transit)
+            raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+        value = None if transit.state is TxnState.DEAD else transit_value(transit)
+        batch = build_batch([LogRecord(0, 0, encode_txn_key(TxnKey(transit.transactional_id)), value)],
+                            base_timestamp=transit.update_ms)
+        try:
+            result = partition.log.append(batch, now_ms=self.clock.now_ms())
+            self.appends.notify()
+            if durable:
+                await self.flusher.wait_durable(partition.log, result.last_offset)
+        except OSError as exc:
+            self.coordinator.abandon(transit)
+            log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value, exc)
+            raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+        self.coordinator.complete(transit)
+        self._wake.set()
+
+    # -- requests -------------------------------------------------------------------------------------
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                               expected: tuple[int, int] | None) -> InitResult:
+        await self.loaded.wait()
+        new_pid = None
+        if self.coordinator.needs_new_producer_id(transactional_id, expected[1] if expected else None):
+            error, new_pid = await self.producer_ids.new_id()
+            if error != ErrorCode.NONE:
+                return InitResult(error)
+        result = self.coordinator.init_producer_id(transactional_id, timeout_ms, expected, new_pid,
+                                                   self.clock.now_ms())
+        if result.transit is None:
+            return result
+        try:
+            await self.write(result.transit)
+        except TxnWriteError as exc:
+            return InitResult(exc.error)
+        if result.abort:
+            self._start_markers(result.transit)
+        return result
+
+    async def apply(self, transit: TxnTransit | None, error: ErrorCode) -> ErrorCode:
+        """Write a transit a request produced (if any) and answer with its error or the write's."""
+        if transit is None:
+            return error
+        try:
+            await self.write(transit)
+        except TxnWriteError as exc:
+            return exc.error
+        if transit.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            # Kafka answers EndTxn once Prepare* is written; we also wait (boundedly) for the markers, so that
+            # a read_committed consumer sees the outcome as soon as the producer does, and the producer's
+            # next transaction does not meet CONCURRENT_TRANSACTIONS. The outcome is decided either way.
+            done = self._start_markers(transit)
+            with trio.move_on_after(_END_TXN_WAIT_S):
+                await done.wait()
+        return error
+
+    # -- markers --------------------------------------------------------------------------------------
+    def _start_markers(self, transit: TxnTransit) -> trio.Event:
+        """Markers and Complete* in the service's nursery (they outlive the request); the event is set when
+        the transaction is complete."""
+        if self._nursery is None:
+            raise RuntimeError("the transaction service is not running")
+        done = trio.Event()
+        self._nursery.start_soon(self._complete_with_markers, transit, done)
+        return done
+
+    async def _complete_with_markers(self, transit: TxnTransit, done: trio.Event | None = None) -> None:
+        try:
+            await self._markers_then_complete(transit)
+        finally:
+            if done is not None:
+                done.set()
+
+    async def _markers_then_complete(self, transit: TxnTransit) -> None:
+        commit = transit.state is TxnState.PREPARE_COMMIT
+        remaining: dict[str, list[int]] = defaultdict(list)
+        for topic, index in transit.partitions:
+            remaining[topic].append(index)
+        delays = iter(_MARKER_RETRY_S)
+        while remaining:
+            results = await self.markers.write([(transit.producer_id, transit.producer_epoch, commit,
+                                                 COORDINATOR_EPOCH, dict(remaining))])
+            retry: dict[str, list[int]] = defaultdict(list)
+            for (topic, index), error in results.items():
+                if error == ErrorCode.NONE:
+                    continue
+                if error in _MARKER_GIVE_UP:
+                    log.warning("transaction %s: marker for %s-%d not written: %s", transit.transactional_id,
+                                topic, index, error.name)
+                    continue
+                retry[topic].append(index)
+            remaining = retry
+            if remaining:
+                log.warning("transaction %s: retrying markers for %s", transit.transactional_id, dict(remaining))
+                await trio.sleep(next(delays, _MARKER_RETRY_S[-1]))
+        while True:
+            complete = self.coordinator.prepare_complete(transit.transactional_id, self.clock.now_ms())
+            if complete is None:
+                return
+            try:
+                await self.write(complete, durable=False)
+                return
+            except TxnWriteError:
+                await trio.sleep(_MARKER_RETRY_S[-1])
+
+    # -- background -----------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Replay `__transaction_state`, finish Prepare* transactions, then abort timed-out ones and forget
+        expired ids."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self.load()
+            for transit in self.coordinator.pending_markers():
+                log.info("transaction %s: completing %s after restart", transit.transactional_id,
+                         transit.state.value)
+                nursery.start_soon(self._complete_with_markers, transit)
+            nursery.start_soon(self._run_expiry)
+            await self._run_timeouts()
+
+    def load(self) -> None:
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:
+            for partition in topic.partitions:
+                for txn_id, value in _replay(partition):
+                    self.coordinator.load(None if value is None else transit_from_value(txn_id, value), txn_id)
+            log.info("loaded %d transactional id(s) from %s", len(self.coordinator.txns), TRANSACTION_STATE_TOPIC)
+        self.loaded.set()
+
+    async def _run_timeouts(self) -> None:
+        assert self._nursery is not None
+        while True:
+            now = self.clock.now_ms()
+            deadline = self.coordinator.next_timeout()
+            if deadline is not None and deadline <= now:
+                for transit in self.coordinator.abort_timed_out(now):
+                    self._nursery.start_soon(self.apply, transit, ErrorCode.NONE)
+                continue
+            self._wake = trio.Event()
+            wait = math.inf if deadline is None else (deadline - now) / 1000
+            await self.clock.wait(self._wake,
+                                        min(wait, self.config.transaction_abort_timed_out_interval_ms / 1000))
+
+    async def _run_expiry(self) -> None:
+        interval = min(3_600_000, self.config.transactional_id_expiration_ms) / 1000
+        while True:
+            await self.clock.sleep(interval)
+            for transit in self.coordinator.expire_ids(self.clock.now_ms()):
+                try:
+                    await self.write(transit)
+                except TxnWriteError:
+                    pass
+
+    def changed(self) -> None:
+        self._wake.set()
+
+
+def _replay(partition: Partition) -> Iterator[tuple[str, TxnValue | None]]:
+    """(transactional id, value or None for a tombstone) of each record, in log order."""
+    for header, records in stored_batches(partition):
+        if header.is_control:
+            continue
+        for record in records:
+            if record.key is None:
+                continue
+            try:
+                key = decode_txn_key(record.key)
+                yield key.transactional_id, None if record.value is None else decode_txn_value(record.value)
+            except (TxnRecordError, ValueError) as exc:
+                log.warning("skipping a %s record: %s", TRANSACTION_STATE_TOPIC, exc)

@@ -1,0 +1,77 @@
+"""What a test may want to see inside a running broker, as plain data (dicts, lists, numbers, strings):
+topics with their offsets, consumer groups with their members, assignments, committed offsets and a
+timeline of why they rebalanced, transactions, and the producers of a partition.
+
+Each function reads the broker's state; call them in the broker's trio thread (`BrokerThread.call` does),
+and the result is safe to keep in the test's thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def topics(broker: Any, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+    out = {}
+    for topic in broker.topics:
+        if topic.is_internal and not include_internal:
+            continue
+        partitions = []
+        for partition in topic.partitions:
+            entry = {"partition": partition.index, "leader": partition.leader,
+                     "leader_epoch": partition.leader_epoch, "replicas": list(partition.replicas),
+                     "isr": list(partition.isr)}
+            log = partition.log
+            if log is not None:  # this broker holds a replica
+                hw = partition.high_watermark
+                entry.update(log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset,
+                             high_watermark=hw,
+                             last_stable_offset=partition.producers.last_stable_offset(hw, log.log_start_offset),
+                             size_bytes=log.size_bytes)
+            partitions.append(entry)
+        out[topic.name] = {"topic_id": str(topic.topic_id), "internal": topic.is_internal, "partitions": partitions}
+    return out
+
+
+def groups(broker: Any) -> dict[str, dict[str, Any]]:
+    service = broker.__dict__.get("groups")  # None until the group coordinator has started
+    if service is None:
+        return {}
+    out = {}
+    for group in service.coordinator.groups.values():
+        out[group.group_id] = {
+            "state": group.state.value, "generation": group.generation_id, "protocol_type": group.protocol_type,
+            "protocol": group.protocol_name, "leader": group.leader_id,
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "client_host": m.client_host,
+                         "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                         "assignment": bytes(m.assignment)} for m in group.members.values()],
+            "offsets": {f"{topic}-{partition}": value.offset for (topic, partition), value in group.offsets.items()},
+            "timeline": [{"time_ms": t, "event": what} for t, what in group.events],
+        }
+    return out
+
+
+def transactions(broker: Any) -> dict[str, dict[str, Any]]:
+    service = broker.__dict__.get("txns")
+    if service is None:
+        return {}
+    return {txn.transactional_id: {
+        "state": txn.state.value, "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
+        "partitions": sorted(f"{t}-{p}" for t, p in txn.partitions), "timeout_ms": txn.timeout_ms,
+        "start_ms": txn.start_ms, "pending": txn.pending.value if txn.pending else None,
+    } for txn in service.coordinator.txns.values()}
+
+
+def producers(broker: Any, topic: str, partition: int) -> list[dict[str, Any]]:
+    found = broker.topics.get(topic)
+    if found is None or not 0 <= partition < len(found.partitions):
+        raise KeyError(f"no partition {topic}-{partition}")
+    out = []
+    for entry in found.partitions[partition].producers.producers.values():
+        last = entry.batches[-1] if entry.batches else None
+        out.append({"producer_id": entry.producer_id, "epoch": entry.epoch,
+                    "last_sequence": last.last_seq if last else -1, "last_offset": last.last_offset if last else -1,
+                    "last_timestamp": entry.last_timestamp,
+                    "open_transaction_first_offset": entry.current_txn_first_offset})
+    return out
