@@ -8,7 +8,10 @@ makes minibroker look like that release. Each range is cut to the versions minib
   Kafka 4 still advertises Produce v0-2 and answers them with UNSUPPORTED_VERSION (KAFKA-18659), and so do
   the 4.x profiles;
 - APIs minibroker does not serve are left out (SASL, delegation tokens, client quotas, the controllers'
-  and replication APIs, the KIP-848 consumer group and KIP-932 share group protocols);
+  and replication APIs);
+- the KIP-848 consumer group protocol (and the KIP-932 share groups of 4.1) is offered by the 4.x profiles
+  only, with the features that enable it (group.version, share.version): the 3.x tables list
+  ConsumerGroupHeartbeat because Kafka 3.7-3.9 had it as early access behind a flag, off by default;
 - EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
   that feature is not offered either (as on a 4.x cluster that has not enabled it).
 Requests outside the profile's ranges are refused as the release would refuse them (the connection is
@@ -93,6 +96,21 @@ KRAFT_VERSION_SINCE = "3.9"
 _ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
 _ACCEPTED_FROM = {0: 3}
 
+# Served under a 4.x profile only: Kafka 4's group coordinator protocols (KIP-848 consumer groups, KIP-932
+# share groups with their admin and state APIs).
+KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+KAFKA4 = "4.0"
+
+# The feature levels a freshly formatted cluster of each release finalizes, for what minibroker implements of
+# them: {release: {feature: (min supported, max supported, finalized level)}}. A real Kafka 4.1 answers
+# group.version 0-1 (1), transaction.version 0-2 (2) and share.version 0-1 (0: share groups are a preview a
+# cluster turns on with kafka-features); minibroker's 4.1 profile finalizes share.version 1 so that share
+# consumers work without that step.
+FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
+    "4.0": {"group.version": (0, 1, 1)},
+    "4.1": {"group.version": (0, 1, 1), "share.version": (0, 1, 1)},
+}
+
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.
 INTER_BROKER_APIS = (4, 5, 6, 7, 56)
 
@@ -130,8 +148,17 @@ def _features(release: str) -> dict[str, Any]:
     supported = [{"name": "metadata.version", "min_version": lo, "max_version": hi}]
     if _release_key(release) >= _release_key(KRAFT_VERSION_SINCE):
         supported.append({"name": "kraft.version", "min_version": 0, "max_version": 1})
-    return {"supported_features": supported, "finalized_features_epoch": 1,
-            "finalized_features": [{"name": "metadata.version", "max_version_level": hi, "min_version_level": hi}]}
+    finalized = [{"name": "metadata.version", "max_version_level": hi, "min_version_level": hi}]
+    for name, (lo_v, hi_v, level) in FEATURES.get(release, {}).items():
+        supported.append({"name": name, "min_version": lo_v, "max_version": hi_v})
+        if level > 0:
+            finalized.append({"name": name, "max_version_level": level, "min_version_level": level})
+    return {"supported_features": supported, "finalized_features_epoch": 1, "finalized_features": finalized}
+
+
+def feature_level(release: str, name: str) -> int:
+    """The finalized level of a feature under a profile (0: off)."""
+    return FEATURES.get(release, {}).get(name, (0, 0, 0))[2]
 
 
 def _release_key(release: str) -> tuple[int, ...]:
@@ -162,9 +189,10 @@ def resolve(served: Mapping[int, tuple[int, int, int]], kafka_version: str = DEF
     release = check_release(kafka_version)
     refuses = accepted_from(release)
     advertised, accepted = {}, {}
+    kafka4 = _release_key(release) >= _release_key(KAFKA4)
     for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
         ours = served.get(key)
-        if ours is None or hi < ours[0]:
+        if ours is None or hi < ours[0] or (key in KAFKA4_APIS and not kafka4):
             continue
         hi = min(hi, ours[1])
         advertised[key] = (max(lo, ours[2]), hi)

@@ -14,8 +14,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     await groups.loaded.wait()
     names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
-    errors = groups.coordinator.delete_groups([g for g in req.groups_names if g is None or g in deletable],
-                                              ctx.broker.now_ms())
+    now = ctx.broker.now_ms()
+    wanted = [g for g in req.groups_names if g is None or g in deletable]
+    # KIP-848 consumer groups: their records go (Empty only), then their offsets like any group's.
+    consumer = {g: groups.consumer.delete_group(g, now) for g in wanted if g in groups.consumer.groups}
+    errors = groups.coordinator.delete_groups([g for g in wanted if g not in consumer or
+                                               (consumer[g] == ErrorCode.NONE and g in groups.coordinator.groups)],
+                                              now)
+    errors.update({g: e for g, e in consumer.items() if e != ErrorCode.NONE or g not in errors})
     groups.changed()
     for group_id in errors:
         await groups.durable(group_id)

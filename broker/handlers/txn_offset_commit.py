@@ -52,11 +52,21 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     known = {tp: v for tp, v in offsets.items() if tp[0] in readable and ctx.broker.topics.partition(*tp) is not None}
     errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp[0] in readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
               for tp in offsets}
+    member_id = req.member_id if version >= 3 else ""
+    instance_id = req.group_instance_id if version >= 3 else None
+    generation = req.generation_id if version >= 3 else -1
+    if known and req.group_id in groups.consumer.groups:
+        # A KIP-848 consumer group checks the member epoch; the offsets are pending like any group's.
+        error = groups.consumer.validate_offset_commit(req.group_id, member_id, instance_id, generation, True,
+                                                       version)
+        if error != ErrorCode.NONE:
+            errors.update(dict.fromkeys(known, error))
+            known = {}
+        member_id, instance_id, generation = "", None, -1
     if known:
         errors.update(groups.coordinator.txn_commit_offsets(
             group_id=req.group_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-            member_id=req.member_id if version >= 3 else "",
-            group_instance_id=req.group_instance_id if version >= 3 else None,
-            generation_id=req.generation_id if version >= 3 else -1, offsets=known, now_ms=now))
+            member_id=member_id, group_instance_id=instance_id, generation_id=generation, offsets=known,
+            now_ms=now))
         await groups.durable(req.group_id)
     return _answer(req, errors)

@@ -125,6 +125,11 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
         Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        # KIP-848 consumer groups: offered by the 4.x profiles only (kafka_versions.KAFKA4_APIS).
+        Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, "consumer_group_heartbeat", "ConsumerGroupHeartbeatRequest",
+            "ConsumerGroupHeartbeatResponse"),
+        Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
+            "ConsumerGroupDescribeResponse"),
         Api(ApiKey.OFFSET_DELETE, 0, 0, "offset_delete", "OffsetDeleteRequest", "OffsetDeleteResponse"),
         Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, "describe_producers", "DescribeProducersRequest",
             "DescribeProducersResponse"),

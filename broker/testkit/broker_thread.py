@@ -134,8 +134,10 @@ class BrokerThread:
         return self.call(introspect.topics, include_internal)
 
     def groups(self) -> dict[str, dict[str, Any]]:
-        """{group: {"state", "generation", "protocol", "leader", "members": [...], "offsets": {"topic-p": n},
-        "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance started."""
+        """{group: {"type", "state", "generation", "protocol", "leader", "members": [...],
+        "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
+        started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
+        members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
         from broker.testkit import introspect
 
         return self.call(introspect.groups)
