@@ -107,7 +107,10 @@ async def _serve(config: BrokerConfig) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             addresses = ", ".join(f"{h}:{p}" for h, p in server.listen_addresses)
-            print(f"minibroker ready on {addresses} (data dir {config.data_dir})", file=sys.stderr, flush=True)
+            extra = f", broker id {config.broker_id}" if config.cluster_mode else ""
+            if server.admin_address is not None:
+                extra += f", admin http://{server.admin_address[0]}:{server.admin_address[1]}"
+            print(f"minibroker ready on {addresses} (data dir {config.data_dir}{extra})", file=sys.stderr, flush=True)
 
             async def watch_signals() -> None:
                 async for signum in signals:

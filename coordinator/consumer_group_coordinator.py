@@ -196,6 +196,14 @@ class ConsumerGroupCoordinator:
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group.group_id, member, now_ms)
 
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        """Forget the groups of a `__consumer_offsets` partition led elsewhere now; returns how many."""
+        gone = [gid for gid in self.groups if belongs(gid)]
+        for gid in gone:
+            for member_id in self.groups.pop(gid).members:
+                self._cancel_timers(gid, member_id)
+        return len(gone)
+
     # == topics =================================================================================
     def on_topics_changed(self, changed: Iterable[str], created: bool) -> None:
         """Topics were created, deleted or grew: groups subscribed to them recompute their metadata hash at

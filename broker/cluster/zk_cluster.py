@@ -79,6 +79,10 @@ class ZkCluster:
     @classmethod
     async def connect(cls, config: BrokerConfig) -> ZkCluster:
         """Join the cluster's ZooKeeper: cluster id and broker id settled (written into `config`)."""
+        if config.broker_id > config.reserved_broker_max_id and config.broker_id_generation_enable:
+            # Kafka's check of a configured id: generated ids are above reserved.broker.max.id.
+            raise ValueError(f"broker.id {config.broker_id} must be between 0 and {config.reserved_broker_max_id} "
+                             "(reserved.broker.max.id) when broker.id.generation.enable is true")
         timeout = config.zookeeper_connection_timeout_ms / 1000
         session = await ZkSession.connect(config.zookeeper_connect, timeout=timeout,
                                           session_timeout=config.zookeeper_session_timeout_ms / 1000)
@@ -124,6 +128,10 @@ class ZkCluster:
             self._nursery = nursery
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
+            # Ready once the controller has told this broker what the cluster is (its first UpdateMetadata): a
+            # client connecting then finds the brokers, the controller and the topics in Metadata.
+            with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
+                await self._first_metadata.wait()
             task_status.started()
             async for event in events:
                 if event.state is SessionState.EXPIRED:
@@ -154,12 +162,20 @@ class ZkCluster:
                             self.node_id)
                         await self._be_controller(epoch, epoch_zk_version)
                         continue
+                    if current == self.node_id and self.controller is None:
+                        # Ours, from before a ZooKeeper outage that stopped our controller: give it up and run
+                        # again (a new epoch fences whatever the old one still had in flight).
+                        await self.zk.session.delete(z.CONTROLLER)
+                        continue
                     self.controller_id = current
                     await receive.receive()  # /controller changed or went: run again
                 except ControllerMovedError:
                     continue
                 except (ZooKeeperError, BrokerUnavailable) as exc:
                     log.warning("controller election: %s", exc)
+                    await trio.sleep(0.5)
+                except Exception as exc:  # NoNodeError of a delete that raced, and the like
+                    log.warning("controller election: %r", exc)
                     await trio.sleep(0.5)
 
     async def _be_controller(self, epoch: int, epoch_zk_version: int) -> None:
@@ -186,8 +202,10 @@ class ZkCluster:
                         nursery.cancel_scope.cancel()
                         break
                     await moved.receive()
-        except Resigned as exc:
-            log.info("broker %d resigns as controller: %s", self.node_id, exc)
+        except* Resigned as group:
+            log.info("broker %d resigns as controller: %s", self.node_id, group.exceptions[0])
+        except* (ZooKeeperError, ControllerMovedError) as group:
+            log.warning("broker %d stops being the controller: ZooKeeper: %s", self.node_id, group.exceptions[0])
         finally:
             self.controller = None
             if self.controller_id == self.node_id:
@@ -253,6 +271,9 @@ class ZkCluster:
                 out.append(Node(broker.broker_id, address[0], address[1], broker.rack))
         return out
 
+    def is_alive(self, node_id: int) -> bool:
+        return node_id in self.live
+
     def node(self, node_id: int, endpoint: Any) -> Node | None:
         broker = self.live.get(node_id)
         if broker is None:
@@ -276,6 +297,17 @@ class ZkCluster:
             self._pending_creations.add(name)
             self._nursery.start_soon(self._create_in_background, name)
         return ErrorCode.LEADER_NOT_AVAILABLE
+
+    def internal_topic(self, name: str) -> Topic | ErrorCode:
+        """`__consumer_offsets` / `__transaction_state` once this broker's metadata has it with leaders; until
+        then its creation is asked (whatever auto.create.topics.enable says, as Kafka's FindCoordinator)."""
+        topic = self.topics.get(name) if self.topics is not None else None
+        if topic is not None and topic.partitions:
+            return topic
+        if name not in self._pending_creations and self._nursery is not None:
+            self._pending_creations.add(name)
+            self._nursery.start_soon(self._create_in_background, name)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     async def _create_in_background(self, name: str) -> None:
         from broker.cluster.admin import create_topic_in_zk
@@ -305,6 +337,22 @@ class ZkCluster:
             raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} was created but its partitions have no leader "
                                                   f"within {timeout_s:g} s.")
         return created
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool
+                            ) -> dict[tuple[str, int], ErrorCode] | ErrorCode:
+        result = await self.controller.call("elect_leaders", partitions, unclean)
+        return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
+
+    async def alter_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
+                                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]] | ErrorCode:
+        result = await self.controller.call("alter_reassignments", dict(targets))
+        return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        if self.controller is None:
+            return {}
+        return {tp: (list(a.replicas), list(a.adding), list(a.removing))
+                for tp, a in self.controller.reassignments().items()}
 
     # -- stopping ------------------------------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:

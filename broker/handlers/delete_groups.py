@@ -15,15 +15,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     now = ctx.broker.now_ms()
-    wanted = [g for g in req.groups_names if g is None or g in deletable]
+    elsewhere = {g: e for g in deletable if (e := groups.error_for(g))}  # coordinated by another broker
+    wanted = [g for g in req.groups_names if g is None or (g in deletable and g not in elsewhere)]
     # KIP-848 consumer groups: their records go (Empty only), then their offsets like any group's.
     consumer = {g: groups.consumer.delete_group(g, now) for g in wanted if g in groups.consumer.groups}
     errors = groups.coordinator.delete_groups([g for g in wanted if g not in consumer or
                                                (consumer[g] == ErrorCode.NONE and g in groups.coordinator.groups)],
                                               now)
     errors.update({g: e for g, e in consumer.items() if e != ErrorCode.NONE or g not in errors})
+    errors.update(elsewhere)
     groups.changed()
     for group_id in errors:
-        await groups.durable(group_id)
+        if group_id not in elsewhere:
+            await groups.durable(group_id)
     errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": errors[g]} for g in req.groups_names]}
