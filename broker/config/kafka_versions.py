@@ -12,8 +12,8 @@ makes minibroker look like that release. Each range is cut to the versions minib
 - the KIP-848 consumer group protocol (and the KIP-932 share groups of 4.1) is offered by the 4.x profiles
   only, with the features that enable it (group.version, share.version): the 3.x tables list
   ConsumerGroupHeartbeat because Kafka 3.7-3.9 had it as early access behind a flag, off by default;
-- EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
-  that feature is not offered either (as on a 4.x cluster that has not enabled it).
+- EndTxn v5 (transaction.version 2, KIP-890 part 2) and the transaction.version feature are offered by the
+  4.x profiles, as a freshly formatted Kafka 4 cluster finalizes them.
 Requests outside the profile's ranges are refused as the release would refuse them (the connection is
 closed; ApiVersions answers UNSUPPORTED_VERSION with the ranges).
 
@@ -107,8 +107,8 @@ KAFKA4 = "4.0"
 # cluster turns on with kafka-features); minibroker's 4.1 profile finalizes share.version 1 so that share
 # consumers work without that step.
 FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
-    "4.0": {"group.version": (0, 1, 1)},
-    "4.1": {"group.version": (0, 1, 1), "share.version": (0, 1, 1)},
+    "4.0": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2)},
+    "4.1": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
 }
 
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.

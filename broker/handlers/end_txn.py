@@ -1,4 +1,6 @@
-"""EndTxn: PrepareCommit/PrepareAbort is written, then the answer; the markers follow in the background."""
+"""EndTxn: PrepareCommit/PrepareAbort is written, then the answer; the markers follow in the background.
+v5 is transaction version 2 (KIP-890 part 2): the epoch is bumped and the answer tells the producer its id and
+epoch for the next transaction."""
 
 from __future__ import annotations
 

@@ -120,6 +120,29 @@ def verify_transaction(broker: Any, transactional_id: str | None, partition: Par
     return txns.coordinator.producer_in_transaction(producer_id, producer_epoch, (partition.topic, partition.index))
 
 
+IMPLICIT_ADD_FROM = 12  # Produce v12+: transaction version 2 clients (KIP-890 part 2)
+
+
+async def add_to_transaction(broker: Any, transactional_id: str | None, partition: Partition, producer_id: int,
+                             producer_epoch: int) -> ErrorCode:
+    """Transaction version 2 (Produce v12+): the producer's first write to a partition adds it to its
+    transaction, starting one if none is open (Kafka's AddPartitionsToTxnManager with TV2); the client sends no
+    AddPartitionsToTxn. A fenced producer gets INVALID_PRODUCER_EPOCH, as Kafka answers Produce."""
+    if transactional_id is None:
+        return ErrorCode.NONE
+    txns = broker.txns
+    if txns.error_for(transactional_id):
+        # In a cluster the coordinator is usually another broker: not added from here.
+        return ErrorCode.NONE
+    await txns.loaded.wait()
+    outcome = txns.coordinator.add_partitions(transactional_id, producer_id, producer_epoch,
+                                              [(partition.topic, partition.index)], broker.now_ms())
+    error = await txns.apply(outcome.transit, outcome.error)
+    if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
 def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, Any]]:
     """Records without a key, which a compacted topic refuses (Kafka's LogValidator.validateKey, KIP-467):
     the only produce check that decodes records, and only for compacted topics."""
@@ -263,8 +286,12 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             producers = partition.producers
             is_transactional = header.is_transactional
             if is_transactional and not producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
-                error = verify_transaction(broker, req.transactional_id, partition, header.producer_id,
-                                           header.producer_epoch)
+                if version >= IMPLICIT_ADD_FROM:
+                    error = await add_to_transaction(broker, req.transactional_id, partition, header.producer_id,
+                                                     header.producer_epoch)
+                else:
+                    error = verify_transaction(broker, req.transactional_id, partition, header.producer_id,
+                                               header.producer_epoch)
                 if error:
                     partitions.append(_response(pdata.index, error, log_start_offset=log.log_start_offset))
                     continue

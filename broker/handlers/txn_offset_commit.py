@@ -43,8 +43,16 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
     # The transaction coordinator's check, where it is this broker (in a cluster it is usually another one,
     # which the producer has asked with AddOffsetsToTxn already).
-    error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, partition) \
-        if not txns.error_for(req.transactional_id) else ErrorCode.NONE
+    if txns.error_for(req.transactional_id):
+        error = ErrorCode.NONE
+    elif version >= 5:
+        # Transaction version 2: the commit adds the group's partition itself (no AddOffsetsToTxn, KIP-890).
+        outcome = txns.coordinator.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                  [partition], ctx.broker.now_ms())
+        error = await txns.apply(outcome.transit, outcome.error)
+    else:
+        error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                  partition)
     if error != ErrorCode.NONE:
         if error == ErrorCode.PRODUCER_FENCED and version < 3:
             error = ErrorCode.INVALID_PRODUCER_EPOCH

@@ -137,7 +137,8 @@ def _build_table() -> dict[int, Api]:
             "AddPartitionsToTxnResponse"),
         Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, "add_offsets_to_txn", "AddOffsetsToTxnRequest",
             "AddOffsetsToTxnResponse"),
-        Api(ApiKey.END_TXN, 0, 4, "end_txn", "EndTxnRequest", "EndTxnResponse"),
+        # v5: transaction version 2 (KIP-890 part 2), in the 4.x profiles' ranges only.
+        Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse"),
         Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
         Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
