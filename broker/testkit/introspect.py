@@ -89,6 +89,7 @@ def transactions(broker: Any) -> dict[str, dict[str, Any]]:
         "state": txn.state.value, "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
         "partitions": sorted(f"{t}-{p}" for t, p in txn.partitions), "timeout_ms": txn.timeout_ms,
         "start_ms": txn.start_ms, "pending": txn.pending.value if txn.pending else None,
+        "client_transaction_version": txn.client_transaction_version,
     } for txn in service.coordinator.txns.values()}
 
 
