@@ -16,6 +16,7 @@ from broker.config.dynamic import (
     DynamicConfigs,
     listeners_value,
 )
+from broker.config.group_configs import GROUP_CONFIGS
 from broker.config.options import OPTIONS, BrokerConfig
 from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
 from broker.handlers.context import RequestContext
@@ -28,6 +29,8 @@ BROKER = 4
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+DYNAMIC_GROUP_CONFIG = 8
+GROUP = 32
 
 _DEFAULTS = BrokerConfig()
 _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
@@ -158,6 +161,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["configs"] = _default_level_configs(ctx, keys, synonyms, version)
             else:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
+        elif r.resource_type == GROUP:
+            result["configs"] = [
+                {"name": name, "value": value, "read_only": False,
+                 "config_source": DYNAMIC_GROUP_CONFIG if own else DEFAULT_CONFIG,
+                 "is_default": not own, "is_sensitive": False, "synonyms": [],
+                 "config_type": GROUP_CONFIGS[name].kind, "documentation": None}
+                for name, (value, own) in ctx.broker.group_configs.effective(r.resource_name).items()
+                if keys is None or name in keys]
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {r.resource_type}")

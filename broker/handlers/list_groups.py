@@ -1,4 +1,5 @@
-"""ListGroups: every group, filtered by state (v4+) and type (v5+: "classic" or "consumer", KIP-848)."""
+"""ListGroups: every group, filtered by state (v4+) and type (v5+: "classic", "consumer" (KIP-848) or
+"share" (KIP-932))."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from protocol.header import ErrorCode
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -28,6 +30,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not types or CONSUMER in types:
         wanted = {s.lower() for s in states}
         listed += [(_Listed(gid, CONSUMER, g.state.value), CONSUMER) for gid, g in groups.consumer.groups.items()
+                   if not wanted or g.state.value.lower() in wanted]
+    if not types or SHARE in types:
+        wanted = {s.lower() for s in states}
+        listed += [(_Listed(gid, SHARE, g.state.value), SHARE) for gid, g in groups.share.groups.items()
                    if not wanted or g.state.value.lower() in wanted]
     if not cluster_authorized(ctx, AclOperation.DESCRIBE):
         # Without DESCRIBE on the cluster, the groups the client may describe (KafkaApis.handleListGroupsRequest).

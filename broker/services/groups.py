@@ -25,6 +25,7 @@ from broker.services.topics import OFFSETS_TOPIC, Partition, Topic, TopicError, 
 from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
 from coordinator.group import GroupState, JoinResult, SyncResult
 from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
+from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, ShareHeartbeatResult
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import (
     KAFKA4_GROUP_RECORD_TYPES,
@@ -114,6 +115,12 @@ class GroupService:
             migration_policy=c.group_consumer_migration_policy.lower(),
             regex_refresh_interval_ms=c.group_consumer_regex_refresh_interval_ms,
         ), self, TopicsView(topics), self.coordinator)
+        self.share = ShareGroupCoordinator(ShareGroupConfig(
+            session_timeout_ms=c.group_share_session_timeout_ms,
+            heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
+            max_size=c.group_share_max_size,
+        ), self, TopicsView(topics))
+        self.share.other_group_type = self.other_group_type
         self.consumer.other_group_type = self.other_group_type
         self.consumer.on_classic_converted = self.coordinator.demote_to_simple
         self.coordinator.retained = self._consumer_subscribed
@@ -124,6 +131,10 @@ class GroupService:
     # -- which coordinator owns a group id ------------------------------------------------------------
     def other_group_type(self, group_id: str) -> str | None:
         """For the modern coordinators: what a group id they do not own is here (Kafka's group types)."""
+        if group_id in self.share.groups:
+            return "share"
+        if group_id in self.consumer.groups:
+            return "consumer"
         group = self.coordinator.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return None
@@ -141,6 +152,8 @@ class GroupService:
         """"consumer", "classic", or None for an unknown group id (a simple group counts as classic)."""
         if group_id in self.consumer.groups:
             return "consumer"
+        if group_id in self.share.groups:
+            return "share"
         return "classic" if self.other_group_type(group_id) is not None else None
 
     def sync_topics(self) -> None:
@@ -196,6 +209,7 @@ class GroupService:
             self.loading.pop(index, None)
             gone = self.coordinator.unload(lambda group_id: partition_for(group_id, count) == index)
             gone += self.consumer.unload(lambda group_id: partition_for(group_id, count) == index)
+            gone += self.share.unload(lambda group_id: partition_for(group_id, count) == index)
             if gone:
                 log.info("%s-%d moved: %d group(s) unloaded", OFFSETS_TOPIC, index, gone)
             return
@@ -219,7 +233,9 @@ class GroupService:
         self.coordinator.load(_classic_only(_replay(partition, pending), modern), self.clock.now_ms())
         for producer_id, records in pending.items():
             self.coordinator.load_pending_txn(producer_id, records)
-        self.consumer.load(_decoded(modern), self.clock.now_ms())
+        decoded = list(_decoded(modern))
+        self.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), self.clock.now_ms())
+        self.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), self.clock.now_ms())
         if self.loading.get(index) == leader_epoch:  # not moved away (or back) meanwhile
             del self.loading[index]
             self.owned[index] = leader_epoch
@@ -301,7 +317,9 @@ class GroupService:
                 self.coordinator.load(_classic_only(_replay(partition, pending), modern), self.clock.now_ms())
                 for producer_id, records in pending.items():
                     self.coordinator.load_pending_txn(producer_id, records)
-                self.consumer.load(_decoded(modern), self.clock.now_ms())
+                decoded = list(_decoded(modern))
+                self.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), self.clock.now_ms())
+                self.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), self.clock.now_ms())
                 await trio.sleep(0)  # let connections be served between partitions
             log.info("loaded %d classic and %d consumer group(s) from %s", len(self.coordinator.groups),
                      len(self.consumer.groups), OFFSETS_TOPIC)
@@ -311,11 +329,13 @@ class GroupService:
     async def _run_timers(self) -> None:
         while True:
             now = self.clock.now_ms()
-            deadlines = [d for d in (self.coordinator.next_deadline(), self.consumer.next_deadline()) if d is not None]
+            deadlines = [d for d in (self.coordinator.next_deadline(), self.consumer.next_deadline(),
+                                     self.share.next_deadline()) if d is not None]
             deadline = min(deadlines, default=None)
             if deadline is not None and deadline <= now:
                 self.coordinator.tick(now)
                 self.consumer.tick(now)
+                self.share.tick(now)
                 continue
             self._wake = trio.Event()
             await self.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
@@ -370,6 +390,17 @@ class GroupService:
         stored = await self.durable(request["group_id"])
         return HeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
 
+    async def share_group_heartbeat(self, **request: Any) -> Any:
+        """ShareGroupHeartbeat (KIP-932): answered once its records are durable."""
+        await self.loaded.wait()
+        error = self.error_for(request["group_id"])
+        if error:
+            return ShareHeartbeatResult(error)
+        result = self.share.heartbeat(**request, now_ms=self.clock.now_ms())
+        self.changed()
+        stored = await self.durable(request["group_id"])
+        return ShareHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
+
     async def sync_group(self, **request: Any) -> SyncResult:
         await self.loaded.wait()
         error = self.error_for(request["group_id"])
@@ -403,8 +434,7 @@ def _decoded(records: list[Record]) -> Iterator[Any]:
         except RecordError as exc:
             log.warning("skipping a __consumer_offsets record: %s", exc)
             continue
-        if kind.name.startswith("CONSUMER_GROUP"):
-            yield kind, dict(k), None if v is None else dict(v)
+        yield kind, dict(k), None if v is None else dict(v)
 
 
 # Kafka's GroupMetadataManager: an append's error as the coordinator answers it.
