@@ -171,6 +171,12 @@ class SharePartitions:
             if key[0] == group_id and key not in self.partitions:
                 yield key, SharePartition.from_snapshot(start, batches)
 
+    def group_partitions_all(self) -> Iterator[tuple[Key, SharePartition]]:
+        yield from self.partitions.items()
+        for key, (start, batches) in self._persisted.items():
+            if key not in self.partitions:
+                yield key, SharePartition.from_snapshot(start, batches)
+
     def member_gone(self, group_id: str, member_id: str) -> None:
         self.sessions.pop((group_id, member_id), None)
         for key, sp in list(self.partitions.items()):

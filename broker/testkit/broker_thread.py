@@ -142,6 +142,13 @@ class BrokerThread:
 
         return self.call(introspect.groups)
 
+    def share_partitions(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}: what each
+        share group has delivered and acknowledged (KIP-932)."""
+        from broker.testkit import introspect
+
+        return self.call(introspect.share_partitions)
+
     def transactions(self) -> dict[str, dict[str, Any]]:
         """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""
         from broker.testkit import introspect

@@ -59,6 +59,15 @@ def groups(broker: Any) -> dict[str, dict[str, Any]]:
         found = ((topics.get_by_id(tid), parts) for tid, parts in assignment.items())
         return sorted(f"{t.name}-{p}" for t, parts in found if t is not None for p in parts)
 
+    for share in service.share.groups.values():
+        out[share.group_id] = {
+            "type": "share", "state": share.state.value, "group_epoch": share.group_epoch,
+            "assignment_epoch": share.assignment_epoch, "assignor": "simple",
+            "members": [{"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
+                         "client_host": m.client_host, "subscribed_topics": list(m.subscribed_topic_names),
+                         "assigned": named(m.assigned_partitions)} for m in share.members.values()],
+            "timeline": [{"time_ms": t, "event": what} for t, what in share.events],
+        }
     for group in consumer_groups.values():
         holder = service.coordinator.groups.get(group.group_id)
 
@@ -78,6 +87,20 @@ def groups(broker: Any) -> dict[str, dict[str, Any]]:
             {f"{topic}-{partition}": value.offset for (topic, partition), value in holder.offsets.items()},
             "timeline": [{"time_ms": t, "event": what} for t, what in group.events],
         }
+    return out
+
+
+def share_partitions(broker: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}"""
+    service = broker.__dict__.get("share_partitions")
+    if service is None:
+        return {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (group_id, topic_id, index), sp in service.group_partitions_all():
+        topic = broker.topics.get_by_id(topic_id)
+        name = f"{topic.name if topic else topic_id}-{index}"
+        out.setdefault(group_id, {})[name] = {"start_offset": sp.start_offset, "end_offset": sp.end_offset,
+                                              "in_flight": sp.counts()}
     return out
 
 
