@@ -18,6 +18,8 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from broker.testkit import BrokerThread
+from protocol.header import ErrorCode
+from tests.kafka_wire import WireClient
 
 LOCK_MS = 3_000
 LIMIT = 3
@@ -180,3 +182,46 @@ def test_acknowledged_records_survive_a_restart(broker: BrokerThread) -> None:
         consumer.close()
     assert not first & set(later)  # nothing acknowledged before the restart came again
     assert sorted(first | set(later)) == list(range(25))
+
+
+def test_share_group_admin_apis(broker: BrokerThread) -> None:
+    """DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, ShareGroupDescribe,
+    ListGroups and DeleteGroups, over the raw protocol (confluent-kafka's AdminClient has no share group
+    calls)."""
+    setup(broker.bootstrap, "admin-q", "admins", 10)
+    consumer = share_consumer(broker.bootstrap, "admins", "admin-q")
+    seen: list[int] = []
+    try:
+        drain([consumer], lambda: len(seen) >= 10,
+              lambda c, m: (seen.append(m.offset()), c.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 6
+                                                                  else AcknowledgeType.RELEASE)))
+        with WireClient(broker.bootstrap) as wire:
+            described = wire.request(77, 1, {"group_ids": ["admins"], "include_authorized_operations": False})
+            group = described.groups[0]
+            assert (group.error_code, group.group_state, group.assignor_name, len(group.members)) == \
+                (0, "Stable", "simple", 1)
+            assert wire.request(91, 0, {"group_id": "admins", "topics": [
+                {"topic_name": "admin-q", "partitions": [{"partition_index": 0, "start_offset": 8}]}]}
+            ).error_code == ErrorCode.NON_EMPTY_GROUP
+    finally:
+        consumer.close()
+    with WireClient(broker.bootstrap) as wire:
+        def start_offset() -> int:
+            answer = wire.request(90, 0, {"groups": [{"group_id": "admins", "topics": None}]})
+            return answer.groups[0].topics[0].partitions[0].start_offset
+
+        broker.wait_until(lambda: start_offset() == 6 or None, 10, "the released records to be the start")
+        altered = wire.request(91, 0, {"group_id": "admins", "topics": [
+            {"topic_name": "admin-q", "partitions": [{"partition_index": 0, "start_offset": 8}]}]})
+        assert altered.error_code == 0 and altered.responses[0].partitions[0].error_code == 0
+        assert start_offset() == 8
+        listed = wire.request(16, 5, {"states_filter": [], "types_filter": ["share"]})
+        assert [(g.group_id, g.group_type, g.group_state) for g in listed.groups] == [("admins", "share", "Empty")]
+        deleted = wire.request(92, 0, {"group_id": "admins", "topics": [{"topic_name": "admin-q"}]})
+        assert deleted.responses[0].error_code == 0
+        answer = wire.request(90, 0, {"groups": [{"group_id": "admins", "topics": [
+            {"topic_name": "admin-q", "partitions": [0]}]}]})
+        assert answer.groups[0].topics[0].partitions[0].start_offset == -1
+        assert wire.request(42, 2, {"groups_names": ["admins"]}).results[0].error_code == 0
+        gone = wire.request(77, 1, {"group_ids": ["admins"], "include_authorized_operations": False})
+        assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
