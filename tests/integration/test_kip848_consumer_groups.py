@@ -258,3 +258,41 @@ def test_group_and_offsets_survive_a_restart(broker: BrokerThread) -> None:
     assert [m["member_id"] for m in after["members"]] == [m["member_id"] for m in before["members"]]
     assert after["offsets"] == {"durable-0": 5, "durable-1": 5}
     consumer.close()
+
+
+def _consume(consumer: Consumer, count: int) -> list[int]:
+    got: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None and not m.error():
+            got.append(int(m.value()))
+    return got
+
+
+def test_empty_groups_convert_between_classic_and_consumer(broker: BrokerThread) -> None:
+    """Kafka's rule: an empty classic group becomes a consumer group when a consumer-protocol member joins,
+    and an empty consumer group becomes classic for a classic member; the committed offsets stay."""
+    create_topic(broker.bootstrap, "conv", 1)
+    produce(broker.bootstrap, "conv", 30, 1)
+    classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "conv", "group.protocol": "classic",
+                        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    classic.subscribe(["conv"])
+    assert _consume(classic, 10) == list(range(10))
+    classic.commit(asynchronous=False)
+    classic.close()
+    wait_for(lambda: broker.groups()["conv"]["state"] == "Empty", what="the classic group to empty")
+    assert broker.groups()["conv"]["type"] == "classic"
+    modern = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "conv", **GROUP_CONFIG})
+    modern.subscribe(["conv"])
+    assert _consume(modern, 10) == list(range(10, 20))  # from the classic group's committed offset
+    assert broker.groups()["conv"]["type"] == "consumer"
+    modern.commit(asynchronous=False)
+    modern.close()
+    wait_for(lambda: broker.groups()["conv"]["state"] == "Empty", what="the consumer group to empty")
+    classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "conv", "group.protocol": "classic",
+                        "auto.offset.reset": "earliest"})
+    classic.subscribe(["conv"])
+    assert _consume(classic, 10) == list(range(20, 30))
+    assert broker.groups()["conv"]["type"] == "classic"
+    classic.close()
