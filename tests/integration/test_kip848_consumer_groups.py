@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.testkit import BrokerThread
+from tests.kafka_wire import WireClient
 
 GROUP_CONFIG = {"group.protocol": "consumer", "auto.offset.reset": "earliest", "enable.auto.commit": False}
 
@@ -296,3 +297,29 @@ def test_empty_groups_convert_between_classic_and_consumer(broker: BrokerThread)
     assert _consume(classic, 10) == list(range(20, 30))
     assert broker.groups()["conv"]["type"] == "classic"
     classic.close()
+
+
+def test_virtual_time_fences_a_silent_member(tmp_path: Path) -> None:
+    """The test kit's virtual clock drives consumer group sessions: 45 s pass in no time (raw protocol)."""
+    b = BrokerThread(tmp_path, kafka_version="4.1", virtual_time=True)
+    b.start()
+    try:
+        create_topic(b.bootstrap, "vt", 2)
+        with WireClient(b.bootstrap) as wire:
+            def beat(member: str, epoch: int, owned: list | None = None) -> object:
+                return wire.request(68, 1, {"group_id": "vt", "member_id": member, "member_epoch": epoch,
+                                            "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
+                                            "subscribed_topic_names": ["vt"] if epoch == 0 else None,
+                                            "topic_partitions": [] if epoch == 0 else owned})
+            a, c = beat("a", 0), beat("c", 0)
+            assert (a.error_code, c.error_code) == (0, 0)
+            b.advance(30)
+            assert beat("a", a.member_epoch, None).error_code == 0  # a keeps its session, c does not
+            b.advance(16)
+            group = b.groups()["vt"]
+            assert [m["member_id"] for m in group["members"]] == ["a"]
+            assert any("session expired" in e["event"] for e in group["timeline"])
+            described = wire.request(69, 1, {"group_ids": ["vt"], "include_authorized_operations": False})
+            assert described.groups[0].group_state in ("Assigning", "Reconciling", "Stable")
+    finally:
+        b.stop()
