@@ -24,6 +24,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     except ShareSessionError as exc:
         return {"throttle_time_ms": 0, "error_code": exc.error, "error_message": str(exc), "responses": []}
     responses = []
+    written = {}
     for t in req.topics:
         partitions = []
         for p in t.partitions:
@@ -31,10 +32,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if topic is not None and not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name):
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
-                error, _ = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
-                                              [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                               for b in p.acknowledgement_batches])
+                error, state = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
+                                                  [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+                                                   for b in p.acknowledgement_batches])
+                if state is not None:
+                    written[id(state)] = state
             partitions.append({"partition_index": p.partition_index, "error_code": error,
                                "current_leader": {"leader_id": broker.node_id, "leader_epoch": 0}})
         responses.append({"topic_id": t.topic_id, "partitions": partitions})
+    # Answered once the share-partition state is durable, as Kafka's persister write.
+    for state in written.values():
+        await broker.durability.wait(state, state.log.log_end_offset - 1)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "responses": responses, "node_endpoints": []}

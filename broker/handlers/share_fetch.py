@@ -53,9 +53,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 results[(t.topic_id, p.partition_index)] = _partition(
                     p.partition_index, node, ack_error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
-            error, _ = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
-                                          [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                           for b in p.acknowledgement_batches])
+            error, state = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
+                                              [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+                                               for b in p.acknowledgement_batches])
+            if state is not None:  # the acknowledgements are durable before anything else happens
+                await broker.durability.wait(state, state.log.log_end_offset - 1)
             results[(t.topic_id, p.partition_index)] = _partition(p.partition_index, node, ack_error=error)
     if session is not None and req.share_session_epoch != FINAL_EPOCH:
         max_records = req.max_records if req.max_records > 0 else 500

@@ -225,3 +225,29 @@ def test_share_group_admin_apis(broker: BrokerThread) -> None:
         assert wire.request(42, 2, {"groups_names": ["admins"]}).results[0].error_code == 0
         gone = wire.request(77, 1, {"group_ids": ["admins"], "include_authorized_operations": False})
         assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_acknowledgements_survive_sigkill(tmp_path: Path) -> None:
+    from broker.testkit import BrokerProcess
+
+    proc = BrokerProcess(tmp_path, "--kafka-version", "4.1").start()
+    try:
+        setup(proc.bootstrap, "killed-q", "killed", 12)
+        consumer = share_consumer(proc.bootstrap, "killed", "killed-q")
+        seen: list[int] = []
+        try:
+            drain([consumer], lambda: len(seen) >= 6, lambda c, m: (seen.append(m.offset()), c.acknowledge(m)))
+        finally:
+            consumer.close()
+        proc.kill()
+        proc.start()
+        consumer = share_consumer(proc.bootstrap, "killed", "killed-q")
+        later: list[int] = []
+        try:
+            drain([consumer], lambda: len(set(seen) | set(later)) >= 12,
+                  lambda c, m: (later.append(m.offset()), c.acknowledge(m)))
+        finally:
+            consumer.close()
+        assert not set(seen) & set(later) and sorted(set(seen) | set(later)) == list(range(12))
+    finally:
+        proc.kill()
