@@ -210,4 +210,8 @@ def version_profile(kafka_version: str = kafka_versions.DEFAULT, *,
     """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version); a
     cluster's brokers also accept the cluster's own requests (whatever release they look like to clients)."""
     profile = kafka_versions.resolve(served(), kafka_version)
-    return profile.with_inter_broker(served()) if cluster else profile
+    if not cluster:
+        return profile
+    # Share groups are served by a single broker only (their state is not replicated here yet).
+    profile = profile.without(kafka_versions.SHARE_GROUP_APIS)
+    return profile.with_inter_broker(served())

@@ -284,17 +284,6 @@ class SharePartitions:
         self._persist((group_id, topic_id, index), sp)
         return PartitionResult(acquired=acquired, records=b"".join(chunks))
 
-    def has_available(self, group_id: str, session: ShareSession) -> bool:
-        for topic_id, index in session.partitions:
-            sp = self.partitions.get((group_id, topic_id, index))
-            topic = self.topics.get_by_id(topic_id)
-            if sp is None or topic is None or index >= len(topic.partitions):
-                continue
-            if sp.end_offset < topic.partitions[index].high_watermark or \
-                    any(r.state is ShareRecordState.AVAILABLE for r in sp.in_flight.values()):
-                return True
-        return False
-
     # -- timers ---------------------------------------------------------------------------------------------------
     async def run(self) -> None:
         self.load()
