@@ -251,3 +251,25 @@ def test_acknowledgements_survive_sigkill(tmp_path: Path) -> None:
         assert not set(seen) & set(later) and sorted(set(seen) | set(later)) == list(range(12))
     finally:
         proc.kill()
+
+
+def test_a_consumer_carries_on_across_a_broker_restart(broker: BrokerThread) -> None:
+    """The broker restarts while the consumer runs: the consumer rejoins by itself and gets the rest, and no
+    record it had acknowledged comes again."""
+    setup(broker.bootstrap, "midway", "midway-g", 20)
+    consumer = share_consumer(broker.bootstrap, "midway-g", "midway")
+    acked: list[int] = []
+    try:
+        drain([consumer], lambda: len(acked) >= 10, lambda c, m: (acked.append(m.offset()), c.acknowledge(m)))
+        consumer.commit_sync()
+        broker.restart()
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(20, 25):
+            producer.produce("midway", value=b"%d" % i)
+        producer.flush(30)
+        before = set(acked)
+        drain([consumer], lambda: set(range(25)) <= set(acked),
+              lambda c, m: (acked.append(m.offset()), c.acknowledge(m)), timeout=90)
+        assert not before & set(acked[len(before):])
+    finally:
+        consumer.close()
