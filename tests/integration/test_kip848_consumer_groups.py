@@ -323,3 +323,31 @@ def test_virtual_time_fences_a_silent_member(tmp_path: Path) -> None:
             assert described.groups[0].group_state in ("Assigning", "Reconciling", "Stable")
     finally:
         b.stop()
+
+
+def test_group_survives_sigkill(tmp_path: Path) -> None:
+    from broker.testkit import BrokerProcess
+
+    proc = BrokerProcess(tmp_path, "--kafka-version", "4.1").start()
+    try:
+        create_topic(proc.bootstrap, "killed", 2)
+        produce(proc.bootstrap, "killed", 20, 2)
+        consumer = Consumer({"bootstrap.servers": proc.bootstrap, "group.id": "killed", **GROUP_CONFIG})
+        consumer.subscribe(["killed"])
+        assert len(_consume(consumer, 20)) == 20
+        consumer.commit(asynchronous=False)
+        with WireClient(proc.bootstrap) as wire:
+            before = wire.request(69, 1, {"group_ids": ["killed"], "include_authorized_operations": False}).groups[0]
+        proc.kill()
+        proc.start()
+        with WireClient(proc.bootstrap) as wire:
+            after = wire.request(69, 1, {"group_ids": ["killed"], "include_authorized_operations": False}).groups[0]
+            assert (after.error_code, after.group_epoch, after.assignment_epoch) == \
+                (0, before.group_epoch, before.assignment_epoch)
+            assert [m.member_id for m in after.members] == [m.member_id for m in before.members]
+        # The member goes on with its epoch; its committed offsets are there.
+        committed = consumer.committed([TopicPartition("killed", p) for p in range(2)], timeout=30)
+        assert sorted(tp.offset for tp in committed) == [10, 10]
+        consumer.close()
+    finally:
+        proc.kill()
