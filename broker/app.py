@@ -60,6 +60,8 @@ class Endpoint:
     listener: int = 0  # index in config.listeners
     bound_host: str = ""  # advertised when the listener has no advertised address of its own
     bound_port: int = 0
+    # broker.security.listener_security.ListenerSecurity of an SSL or SASL listener; None: PLAINTEXT
+    security: Any = None
 
 
 class Broker:
@@ -101,6 +103,7 @@ class Broker:
             self.replicas = ReplicaManager(config.broker_id, self.topics, self.appends, self.clock, config, cluster)
             cluster.attach(self.topics, self.replicas)
             self.replicas.on_coordinator_partition.append(self._coordinator_partition)
+            cluster.on_topics_deleted.append(self._topics_deleted)
         self.durability = Durability(self.flusher, self.replicas)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
@@ -155,6 +158,12 @@ class Broker:
         if self.replicas is not None:
             return self.cluster.internal_topic(name)
         return internal_topic(self.topics, name, self.clock.now_ms())
+
+    def _topics_deleted(self, names: list[str]) -> None:
+        """Topics gone from the cluster: the groups coordinated here forget their offsets."""
+        groups = self.__dict__.get("groups")  # a coordinator not started yet holds no group
+        if groups is not None and self._services is not None:
+            self._services.start_soon(groups.forget_topics, names)
 
     def _coordinator_partition(self, topic: str, index: int, leader_epoch: int | None) -> None:
         """The replica manager's news of a coordinator partition led here (or no longer)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,14 +30,15 @@ import trio
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.cluster.controller import Controller, ControllerSettings, Resigned
 from broker.config.options import BrokerConfig
+from broker.security.client_side import inter_broker_security
 from broker.services.single_node import CreatedTopic, Node
-from broker.services.topics import PartitionMetadata, Topic, TopicError, TopicManager
+from broker.services.topics import INTERNAL_TOPICS, PartitionMetadata, Topic, TopicError, TopicManager
 from protocol.header import ApiKey, ErrorCode
 from zk import znodes as z
-from zk.errors import ControllerMovedError, ZooKeeperError
+from zk.errors import AdminError, ControllerMovedError, ZooKeeperError
 from zk.kafka_zk import KafkaZkClient
 from zk.session import SessionState, ZkSession
-from zk.znodes import BrokerRegistration, Endpoint
+from zk.znodes import BrokerRegistration, ConfigType, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,11 @@ class ZkCluster:
         self.metadata_changed = trio.Event()  # set (and replaced) at every UpdateMetadata
         self._stopping = False
         self._pending_creations: set[str] = set()
+        self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
+        self.on_topics_deleted: list[Any] = []  # callbacks(names): topics gone from the cluster
+        # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
+        security = inter_broker_security(config)
+        self.client_security = security if security.ssl_context is not None or security.mechanism else None
         self._nursery: trio.Nursery | None = None
 
     # -- start ------------------------------------------------------------------------------------------------
@@ -128,6 +134,7 @@ class ZkCluster:
             self._nursery = nursery
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
+            nursery.start_soon(self._follow_config_changes)
             # Ready once the controller has told this broker what the cluster is (its first UpdateMetadata): a
             # client connecting then finds the brokers, the controller and the topics in Metadata.
             with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
@@ -187,7 +194,7 @@ class ZkCluster:
             rebalance_interval_s=self.config.leader_imbalance_check_interval_seconds,
             imbalance_percentage=self.config.leader_imbalance_per_broker_percentage,
             request_timeout_s=self.config.controller_socket_timeout_ms / 1000)
-        controller = Controller(self.zk, settings, epoch, epoch_zk_version)
+        controller = Controller(self.zk, settings, epoch, epoch_zk_version, self.client_security)
         self.controller = controller
         self.controller_id = self.node_id
         watch, moved = trio.open_memory_channel[Any](math.inf)
@@ -218,8 +225,8 @@ class ZkCluster:
 
     @property
     def inter_broker_listener(self) -> str:
-        name = getattr(self.config, "inter_broker_listener_name", None)
-        return name or self.config.listeners[0].name
+        """inter.broker.listener.name, or Kafka's rule (the listener of security.inter.broker.protocol)."""
+        return self.config.inter_broker_listener().name
 
     # -- the metadata cache -------------------------------------------------------------------------------------
     def stale_controller(self, controller_epoch: int) -> bool:
@@ -230,6 +237,45 @@ class ZkCluster:
         self.controller_epoch = controller_epoch
         return False
 
+    async def ensure_topic_configs(self, names: Iterable[str]) -> None:
+        """Read the config overrides of topics this broker has not seen yet (Kafka's brokers read a topic's
+        config when they first create its log)."""
+        missing = sorted({n for n in names if n not in self.topic_configs})
+        if not missing:
+            return
+        try:
+            self.topic_configs.update(await self.zk.get_entity_configs(ConfigType.TOPIC, missing))
+        except ZooKeeperError as exc:
+            log.warning("reading the configs of %s: %s", missing, exc)
+
+    async def _follow_config_changes(self) -> None:
+        """Kafka's ZkConfigManager: each new /config/changes/config_change_N names an entity whose config
+        changed; a topic's is read again and applied to its logs. (Dynamic broker configs stay each broker's
+        own here: see docs/cluster.md.)"""
+        seen: str | None = None
+        while True:
+            send, receive = trio.open_memory_channel[Any](math.inf)
+            try:
+                names = await self.zk.get_config_change_notifications(watch=send)
+                if seen is None:  # at start: everything is read fresh anyway
+                    seen = names[-1] if names else ""
+                for name in [n for n in names if n > seen]:
+                    seen = name
+                    found = await self.zk.get_config_change_notification(name)
+                    if found is None:
+                        continue
+                    entity_type, _, entity = found[0].partition("/")
+                    if entity_type == ConfigType.TOPIC:
+                        configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
+                        self.topic_configs[entity] = configs
+                        if self.topics is not None:
+                            self.topics.set_configs(entity, configs)
+                        log.info("topic %s configs now %s", entity, configs)
+                await receive.receive()
+            except Exception as exc:  # ZooKeeper away, a malformed notification: read again later
+                log.warning("following config changes: %r", exc)
+                await trio.sleep(1)
+
     def apply_update_metadata(self, req: Any) -> ErrorCode:
         if self.stale_controller(req.controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
@@ -238,19 +284,31 @@ class ZkCluster:
             b.id: LiveBroker(b.id, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack)
             for b in req.live_brokers}
         assert self.topics is not None
+        removed = []
         for topic_state in req.topic_states:
             name = topic_state.topic_name
             deleted = [p for p in topic_state.partition_states if p.leader == z.LEADER_DURING_DELETE]
             if deleted:
+                if self.topics.get(name) is not None:
+                    removed.append(name)
+                    if self.replicas is not None:
+                        self.replicas.topic_removed(name)
                 self.topics.remove_topic(name)
+                self.topic_configs.pop(name, None)
                 continue
             states = {p.partition_index: PartitionMetadata(p.leader, p.leader_epoch, tuple(p.replicas),
                                                            tuple(p.isr), tuple(p.offline_replicas), p.zk_version)
                       for p in topic_state.partition_states}
+            new = self.topics.get(name) is None
             self.topics.apply_metadata(name, topic_state.topic_id, states)
+            if new and name in self.topic_configs:
+                self.topics.set_configs(name, self.topic_configs[name])
             self._pending_creations.discard(name)
         if self.replicas is not None:
             self.replicas.metadata_updated()
+        if removed:
+            for callback in self.on_topics_deleted:
+                callback(removed)
         self.metadata_changed.set()
         self.metadata_changed = trio.Event()
         if not self._first_metadata.is_set():
@@ -354,6 +412,101 @@ class ZkCluster:
         return {tp: (list(a.replicas), list(a.adding), list(a.removing))
                 for tp, a in self.controller.reassignments().items()}
 
+    async def delete_topic(self, name: str, timeout_s: float = 30.0) -> Any:
+        """DeleteTopics (on the controller): the deletion marker in ZooKeeper, then wait until the topic is
+        gone from this broker's metadata. Raises TopicError."""
+        from broker.cluster.admin import wait_for_topic
+
+        topic = self.topics.get(name)
+        if name in INTERNAL_TOPICS and topic is not None:
+            raise TopicError("INVALID_REQUEST", f"Topic {name} is a kafka internal topic and is not allowed to be "
+                                                "deleted.")
+        if not self.config.delete_topic_enable:
+            raise TopicError("TOPIC_DELETION_DISABLED", "Topic deletion is disabled.")
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+        try:
+            await self.zk.delete_topic(name)
+        except AdminError as exc:
+            if exc.error_code:
+                raise TopicError(exc.error_code.name, str(exc)) from None
+        except ZooKeeperError as exc:
+            raise TopicError("REQUEST_TIMED_OUT", f"ZooKeeper: {exc}") from None
+        if not await wait_for_topic(self, name, timeout_s, gone=True):
+            raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} is being deleted; it was not gone within "
+                                                  f"{timeout_s:g} s.")
+        return topic.topic_id
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None, *,
+                                validate_only: bool = False, timeout_s: float = 30.0) -> None:
+        """CreatePartitions (on the controller): the topic znode grows, the controller elects the new
+        partitions' leaders; wait until this broker's metadata shows them. Raises TopicError."""
+        from broker.services.single_node import _check_new_assignments
+
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        if topic.is_internal:
+            raise TopicError("INVALID_REQUEST", f"The number of partitions of the internal topic {name} cannot be "
+                                                "changed.")
+        current = len(topic.partitions)
+        if count < current:
+            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {current} partition(s); "
+                                                   f"{count} would not be an increase.")
+        if count == current:
+            raise TopicError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
+        replicas = None
+        if assignments is not None:
+            _check_new_assignments(assignments, current, count, set(self.live),
+                                   len(topic.partitions[0].replicas) if topic.partitions else 1)
+            replicas = {current + i: ids for i, ids in enumerate(assignments)}
+        try:
+            await self.zk.add_partitions(name, count, replicas, validate_only=validate_only)
+        except AdminError as exc:
+            raise TopicError(exc.error_code.name, str(exc)) from None
+        except ZooKeeperError as exc:
+            raise TopicError("REQUEST_TIMED_OUT", f"ZooKeeper: {exc}") from None
+        if validate_only:
+            return
+        with trio.move_on_after(timeout_s):
+            while True:
+                changed = self.metadata_changed
+                found = self.topics.get(name)
+                if found is not None and len(found.partitions) >= count and all(
+                        p.leader >= 0 for p in found.partitions):
+                    return
+                await changed.wait()
+        raise TopicError("REQUEST_TIMED_OUT", f"The new partitions of {name} have no leader within {timeout_s:g} s.")
+
+    async def topic_overrides(self, name: str) -> dict[str, str] | None:
+        """The topic's config overrides (ZooKeeper's, when this broker has not heard of the topic yet)."""
+        if self.topics.get(name) is not None and name in self.topic_configs:
+            return dict(self.topic_configs[name])
+        if not await self.zk.topic_exists(name):
+            return None
+        return await self.zk.get_entity_config(ConfigType.TOPIC, name)
+
+    async def alter_topic_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+                                  ) -> None:
+        """A topic's whole set of config overrides, in ZooKeeper with a change notification: every broker
+        applies it (AdminZkClient.changeTopicConfig). Raises TopicError."""
+        from broker.cluster.admin import set_topic_configs_in_zk
+        from broker.config.topic import InvalidConfigError, validate_topic_configs
+
+        if self.topics.get(name) is None and not await self.zk.topic_exists(name):
+            # (ZooKeeper is asked too, as Kafka's AdminZkClient does: this broker may not have heard of a topic
+            # created a moment ago.)
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        try:
+            checked = validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError("INVALID_CONFIG", str(exc)) from None
+        if validate_only:
+            return
+        await set_topic_configs_in_zk(self, name, checked)
+        self.topic_configs[name] = checked
+        self.topics.set_configs(name, checked)
+
     # -- stopping ------------------------------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships elsewhere before it stops (Kafka's
@@ -368,7 +521,8 @@ class ZkCluster:
                 log.info("controlled shutdown: no controller known")
                 return
             client = BrokerClient(f"controller {controller}", *address, client_id=f"broker-{self.node_id}",
-                                  timeout=self.config.controller_socket_timeout_ms / 1000)
+                                  timeout=self.config.controller_socket_timeout_ms / 1000,
+                                  security=self.client_security)
             try:
                 response = await client.request(ApiKey.CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION,
                                                  {"broker_id": self.node_id, "broker_epoch": self.broker_epoch})

@@ -13,6 +13,7 @@ from typing import Any
 import trio
 
 from broker.handlers.context import RequestContext
+from broker.handlers.leader_hints import add_leader_hints
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
@@ -345,4 +346,6 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                     nursery.start_soon(_durable, broker, *wait, timeout_s)
     if acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": []}
+    nodes = add_leader_hints(ctx, ((t["name"], p, "index") for t in responses for p in t["partition_responses"])) \
+        if broker.replicas is not None else []
+    return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": nodes}

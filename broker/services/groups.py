@@ -293,6 +293,13 @@ class GroupService:
         error = await self.durability.wait(partition, partition.log.log_end_offset - 1)
         return _STORE_ERRORS.get(error, error)
 
+    async def forget_topics(self, names: list[str]) -> None:
+        """Deleted topics: their committed offsets go (tombstones written, as Kafka's handleDeletedPartitions)."""
+        changed = self.coordinator.topics_deleted(names, self.clock.now_ms())
+        self.changed()
+        for group_id in changed:
+            await self.durable(group_id)
+
     # -- background tasks ---------------------------------------------------------------------------
     async def run(self) -> None:
         """Replay `__consumer_offsets` (a single broker; a cluster's loads partition by partition as it

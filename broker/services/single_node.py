@@ -112,3 +112,48 @@ class SingleNode:
 
     def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
         return {}  # none is ever in progress
+
+    async def delete_topic(self, name: str, timeout_s: float = 30.0) -> uuid.UUID:
+        """DeleteTopics; raises TopicError."""
+        return self.topics.delete(name).topic_id
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None, *,
+                                validate_only: bool = False, timeout_s: float = 30.0) -> None:
+        """CreatePartitions; raises TopicError (new replicas can only be this broker)."""
+        topic = self.topics.check_add_partitions(name, count)
+        if assignments is not None:
+            _check_new_assignments(assignments, len(topic.partitions), count, {self.node_id}, 1)
+        if not validate_only:
+            self.topics.add_partitions(name, count, now_ms=self.clock.now_ms())
+
+    async def topic_overrides(self, name: str) -> dict[str, str] | None:
+        """The topic's config overrides; None when there is no such topic."""
+        topic = self.topics.get(name)
+        return None if topic is None else dict(topic.configs)
+
+    async def alter_topic_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+                                  ) -> None:
+        """A topic's whole set of config overrides; raises TopicError."""
+        self.topics.alter_configs(name, overrides, validate_only=validate_only)
+
+
+def _check_new_assignments(assignments: list[list[int]], current: int, count: int, brokers: set[int],
+                           replication_factor: int) -> None:
+    """Kafka's checks of the replicas given for new partitions (CreatePartitions); raises TopicError."""
+    if len(assignments) != count - current:
+        raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                         f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
+                         "assignment(s) were specified.")
+    for ids in assignments:
+        if not ids:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", "Replica assignment of a partition must not be empty.")
+        if len(set(ids)) != len(ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", f"Duplicate brokers in replica assignment: {ids}")
+        if any(b not in brokers for b in ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes broker(s) that are not registered: {ids}")
+        if len(ids) != replication_factor:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), but "
+                             f"this is not consistent with previous partitions, which have {replication_factor} "
+                             "replica(s).")
