@@ -367,6 +367,8 @@ class GroupService:
         error = self.error_for(group_id)
         if error:
             return JoinResult(error, request["member_id"])
+        if group_id in self.share.groups:
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")  # Kafka's answer for a share group
         if group_id in self.consumer.groups:
             # Kafka converts an empty consumer group into a classic one when a classic member joins.
             error = self.consumer.delete_group(group_id, self.clock.now_ms())
