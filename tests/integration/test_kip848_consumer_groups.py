@@ -351,3 +351,25 @@ def test_group_survives_sigkill(tmp_path: Path) -> None:
         consumer.close()
     finally:
         proc.kill()
+
+
+def test_range_assignor_chosen_by_the_client_and_group_deletion(broker: BrokerThread) -> None:
+    create_topic(broker.bootstrap, "ranged", 4)
+    owners: dict[tuple[str, int], str] = {}
+    lock = threading.Lock()
+    config = {"group.id": "ranged", "group.remote.assignor": "range"}
+    members = [Member(broker.bootstrap, name, ["ranged"], owners, lock, **config) for name in ("r1", "r2")]
+    try:
+        wait_for(lambda: all(len(m.owned()) == 2 for m in members), what="a balanced group")
+        group = broker.groups()["ranged"]
+        assert group["assignor"] == "range"
+        # Range: contiguous partitions per member.
+        assert sorted(tuple(sorted(m["assigned"])) for m in group["members"]) == \
+            [("ranged-0", "ranged-1"), ("ranged-2", "ranged-3")]
+    finally:
+        for m in members:
+            m.close()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    wait_for(lambda: broker.groups()["ranged"]["state"] == "Empty", what="the group to empty")
+    admin.delete_consumer_groups(["ranged"])["ranged"].result(30)
+    assert "ranged" not in broker.groups()
