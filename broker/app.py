@@ -116,6 +116,22 @@ class Broker:
                                         self.internal_topic, per_partition=self.replicas is not None))
 
     @functools.cached_property
+    def group_configs(self) -> Any:
+        """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
+        from broker.config.group_configs import GroupConfigs
+
+        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json")
+
+    @functools.cached_property
+    def share_partitions(self) -> Any:
+        """KIP-932: the share groups' partitions, sessions and persisted state."""
+        from broker.services.share_partitions import SharePartitions
+
+        service = SharePartitions(self.config, self.topics, self.clock, self.appends, self.group_configs.get)
+        self.groups.share.on_member_gone = service.member_gone
+        return self._start(service)
+
+    @functools.cached_property
     def markers(self) -> MarkerWriter:
         """Transaction markers on this broker's partitions (the WriteTxnMarkers handler's)."""
         from broker.services.markers import MarkerWriter
@@ -189,6 +205,10 @@ class Broker:
 
     def start_coordinators(self) -> None:
         _ = self.groups, self.txns  # first use starts them
+        from broker.config.kafka_versions import feature_level
+
+        if self.replicas is None and feature_level(self.versions.release, "share.version") > 0:
+            _ = self.share_partitions  # share groups: their state is loaded before the first ShareFetch
 
     def readvertise(self) -> None:
         """Apply the listeners' advertised addresses to the endpoints Metadata reports."""

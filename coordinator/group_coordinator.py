@@ -118,6 +118,7 @@ class GroupCoordinator:
         self.rebalances = 0  # rebalances started, for metrics
         self.timers: KeyedTimers[tuple[str, ...]] = KeyedTimers()
         # Initial delayed join per group: (this delay, rebalance time remaining) — Kafka's InitialDelayedJoin.
+        self.retained: Callable[[str, str], bool] | None = None  # (group, topic): offsets that must not expire
         self._initial_join: dict[str, tuple[int, int]] = {}
 
     # == JoinGroup ================================================================================
@@ -775,6 +776,19 @@ class GroupCoordinator:
             self._forget(group)
         return ErrorCode.NONE
 
+    def demote_to_simple(self, group_id: str) -> None:
+        """An empty classic group became a consumer group (its GroupMetadata tombstone is written): what
+        stays here is its committed offsets, as a simple group holds them."""
+        group = self.groups.get(group_id)
+        if group is None or group.members:
+            return
+        group.protocol_type = group.protocol_name = group.leader_id = None
+        group.generation_id = 0
+        group.subscribed_topics = None
+        self._initial_join.pop(group_id, None)
+        for key in ((_JOIN, group_id), (_SYNC, group_id)):
+            self.timers.cancel(key)
+
     def _forget(self, group: Group) -> None:
         self.groups.pop(group.group_id, None)
         self._initial_join.pop(group.group_id, None)
@@ -801,7 +815,10 @@ class GroupCoordinator:
                 def expired(tp: TopicPartition, v: OffsetValue, topics: frozenset[str] = topics) -> bool:
                     return tp[0] not in topics and _offset_expired(v, v.commit_timestamp, retention, now_ms)
             elif group.protocol_type is None:
-                def expired(tp: TopicPartition, v: OffsetValue) -> bool:
+                def expired(tp: TopicPartition, v: OffsetValue, gid: str = group.group_id) -> bool:
+                    # A KIP-848 consumer group keeps the offsets of the topics it consumes (Kafka 4).
+                    if self.retained is not None and self.retained(gid, tp[0]):
+                        return False
                     return _offset_expired(v, v.commit_timestamp, retention, now_ms)
             else:
                 continue

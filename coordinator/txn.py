@@ -60,7 +60,9 @@ VALID_PREVIOUS_STATES: dict[TxnState, frozenset[TxnState]] = {
     TxnState.ONGOING: frozenset({TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
                                  TxnState.COMPLETE_ABORT}),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    # Kafka 4: TV2 may abort with no transaction open (Empty, Complete*), bumping the epoch.
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE, TxnState.EMPTY,
+                                       TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
@@ -88,6 +90,8 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     start_ms: int
     update_ms: int
+    client_transaction_version: int = 0  # the client's transaction.version (2: epoch bump at every end)
+    next_producer_id: int = NO_PRODUCER_ID  # TV2: the producer id taking over at completion (epoch exhausted)
 
 
 @dataclass(slots=True)
@@ -103,11 +107,17 @@ class TxnMetadata:
     start_ms: int = -1
     update_ms: int = -1
     pending: TxnState | None = None  # the state of a transit being written
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
+
+    @property
+    def tv2(self) -> bool:
+        return self.client_transaction_version >= 2
 
     def _transit(self, state: TxnState, *, producer_id: int | None = None, epoch: int | None = None,
                  last_epoch: int | None = None, timeout_ms: int | None = None,
                  partitions: Iterable[TopicPartition] | None = None, start_ms: int | None = None,
-                 now_ms: int) -> TxnTransit:
+                 now_ms: int, tv: int | None = None, next_producer_id: int = NO_PRODUCER_ID) -> TxnTransit:
         if self.pending is not None:
             raise IllegalTxnTransitionError(f"{self.transactional_id}: {self.pending.value} is still being written")
         if self.state not in VALID_PREVIOUS_STATES[state]:
@@ -122,7 +132,8 @@ class TxnMetadata:
             self.last_producer_epoch if last_epoch is None else last_epoch,
             self.timeout_ms if timeout_ms is None else timeout_ms, state,
             frozenset(self.partitions if partitions is None else partitions),
-            self.start_ms if start_ms is None else start_ms, now_ms)
+            self.start_ms if start_ms is None else start_ms, now_ms,
+            self.client_transaction_version if tv is None else tv, next_producer_id)
 
     def complete(self, transit: TxnTransit) -> None:
         if self.pending is not transit.state:
@@ -134,6 +145,8 @@ class TxnMetadata:
         self.timeout_ms, self.state = transit.timeout_ms, transit.state
         self.partitions = set(transit.partitions)
         self.start_ms, self.update_ms = transit.start_ms, transit.update_ms
+        self.client_transaction_version = transit.client_transaction_version
+        self.next_producer_id = transit.next_producer_id
         self.pending = None
 
     def abandon(self) -> None:
@@ -158,6 +171,9 @@ class InitResult:
 class Outcome:
     error: ErrorCode
     transit: TxnTransit | None = None
+    # EndTxn v5 (TV2): the producer id and epoch the client continues with.
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,16 +269,20 @@ class TransactionCoordinator:
         return ErrorCode.NONE, txn
 
     def add_partitions(self, transactional_id: str | None, producer_id: int, epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> Outcome:
+                       partitions: Iterable[TopicPartition], now_ms: int, tv: int | None = None) -> Outcome:
+        """AddPartitionsToTxn, AddOffsetsToTxn, and (TV2) the implicit add of a transactional write; `tv` is
+        the client's transaction version when the request tells it (a new transaction takes it over)."""
         error, txn = self._check_producer(transactional_id, producer_id, epoch)
         if txn is None:
             return Outcome(error)
         wanted = set(partitions)
         if txn.state is TxnState.ONGOING and wanted <= txn.partitions:
             return Outcome(ErrorCode.NONE)  # nothing new: no write
-        start = now_ms if txn.state in _COMPLETED else txn.start_ms
+        starting = txn.state in _COMPLETED
+        start = now_ms if starting else txn.start_ms
+        version = tv if tv is not None and (starting or tv > txn.client_transaction_version) else None
         return Outcome(ErrorCode.NONE, txn._transit(TxnState.ONGOING, partitions=txn.partitions | wanted,
-                                                    start_ms=start, now_ms=now_ms))
+                                                    start_ms=start, now_ms=now_ms, tv=version))
 
     def verify_partition(self, transactional_id: str | None, producer_id: int, epoch: int,
                          partition: TopicPartition) -> ErrorCode:
@@ -288,9 +308,16 @@ class TransactionCoordinator:
         return ErrorCode.INVALID_TXN_STATE
 
     # == EndTxn =================================================================================
+    def end_txn_needs_producer_id(self, transactional_id: str | None, tv2: bool) -> bool:
+        """Whether EndTxn (TV2) will bump past an exhausted epoch: the shell then supplies a new producer id."""
+        txn = self.txns.get(transactional_id) if transactional_id else None
+        return tv2 and txn is not None and txn.epoch_exhausted and txn.state is TxnState.ONGOING
+
     def end_txn(self, transactional_id: str | None, producer_id: int, epoch: int, commit: bool,
-                now_ms: int) -> Outcome:
-        """Kafka's handleEndTransaction from a client."""
+                now_ms: int, tv2: bool = False, new_producer_id: int | None = None) -> Outcome:
+        """Kafka's handleEndTransaction from a client (EndTxn v5 and later: transaction version 2)."""
+        if tv2:
+            return self._end_txn_v2(transactional_id, producer_id, epoch, commit, now_ms, new_producer_id)
         if not transactional_id:
             return Outcome(ErrorCode.INVALID_REQUEST)
         txn = self.txns.get(transactional_id)
@@ -314,11 +341,73 @@ class TransactionCoordinator:
             return Outcome(ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.CONCURRENT_TRANSACTIONS)
         return Outcome(ErrorCode.INVALID_TXN_STATE)  # Empty, Dead, PrepareEpochFence
 
+    def _end_txn_v2(self, transactional_id: str | None, producer_id: int, epoch: int, commit: bool, now_ms: int,
+                    new_producer_id: int | None) -> Outcome:
+        """Kafka 4.1's endTransaction for TV2: every end bumps the epoch (the markers carry the new one); a retry
+        of an EndTxn that already bumped (the client's epoch is one behind, or it crossed a producer id
+        rotation) is answered with the current id and epoch; anything else not at the current epoch is
+        PRODUCER_FENCED."""
+        if not transactional_id:
+            return Outcome(ErrorCode.INVALID_REQUEST)
+        txn = self.txns.get(transactional_id)
+        if txn is None:
+            return Outcome(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        retry_overflow = txn.last_producer_id == producer_id and epoch == EPOCH_EXHAUSTED and txn.producer_epoch == 0
+        retry_bump = txn.producer_epoch == epoch + 1
+        state = txn.state
+        if state in (TxnState.ONGOING, TxnState.EMPTY, TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
+            valid = epoch == txn.producer_epoch
+        elif state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid = retry_bump
+        else:
+            valid = retry_bump or retry_overflow or epoch == txn.producer_epoch
+        retry = retry_bump or retry_overflow
+        if txn.pending is not None:
+            return Outcome(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if txn.producer_id != producer_id and not retry_overflow:
+            return Outcome(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if not valid:
+            return Outcome(ErrorCode.PRODUCER_FENCED)
+
+        def bump(target: TxnState, no_partition: bool) -> Outcome:
+            next_pid = NO_PRODUCER_ID
+            if txn.epoch_exhausted:
+                if new_producer_id is None:
+                    raise ValueError("an exhausted epoch needs a new producer id")
+                next_pid = new_producer_id
+            transit = txn._transit(target, epoch=txn.producer_epoch + 1, last_epoch=txn.producer_epoch,
+                                   start_ms=now_ms if no_partition else None, now_ms=now_ms, tv=2,
+                                   next_producer_id=next_pid)
+            if next_pid != NO_PRODUCER_ID:
+                return Outcome(ErrorCode.NONE, transit, next_pid, 0)
+            return Outcome(ErrorCode.NONE, transit, transit.producer_id, transit.producer_epoch)
+
+        current = Outcome(ErrorCode.NONE, None, txn.producer_id, txn.producer_epoch)
+        if state is TxnState.ONGOING:
+            return bump(TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, False)
+        if state is TxnState.COMPLETE_COMMIT:
+            if commit:
+                return current if retry else Outcome(ErrorCode.INVALID_TXN_STATE)
+            return Outcome(ErrorCode.INVALID_TXN_STATE) if retry else bump(TxnState.PREPARE_ABORT, True)
+        if state is TxnState.COMPLETE_ABORT:
+            if not commit:
+                return current if retry else bump(TxnState.PREPARE_ABORT, True)
+            return Outcome(ErrorCode.INVALID_TXN_STATE)
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            if commit == (state is TxnState.PREPARE_COMMIT):
+                return Outcome(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return Outcome(ErrorCode.INVALID_TXN_STATE)
+        if state is TxnState.EMPTY and not commit:
+            return bump(TxnState.PREPARE_ABORT, True)
+        return Outcome(ErrorCode.INVALID_TXN_STATE)
+
     def _fence_and_abort(self, txn: TxnMetadata, now_ms: int) -> TxnTransit:
         """Kafka's prepareFenceProducerEpoch + endTransaction(abort, isFromClient=false): PrepareAbort with
         the epoch bumped, so the old producer's writes and markers are refused from now on."""
         epoch = txn.producer_epoch + 1 if txn.producer_epoch < MAX_EPOCH else txn.producer_epoch
-        return txn._transit(TxnState.PREPARE_ABORT, epoch=epoch, last_epoch=NO_PRODUCER_EPOCH, now_ms=now_ms)
+        # TV2 keeps the epoch the client last had (Kafka's prepareAbortOrCommit after the fence).
+        last = txn.producer_epoch if txn.tv2 else NO_PRODUCER_EPOCH
+        return txn._transit(TxnState.PREPARE_ABORT, epoch=epoch, last_epoch=last, now_ms=now_ms)
 
     def prepare_complete(self, transactional_id: str, now_ms: int) -> TxnTransit | None:
         """After every marker is written: CompleteCommit/CompleteAbort with no partitions."""
@@ -329,6 +418,11 @@ class TransactionCoordinator:
                   TxnState.PREPARE_ABORT: TxnState.COMPLETE_ABORT}.get(txn.state)
         if target is None:
             return None
+        if txn.tv2 and txn.next_producer_id != NO_PRODUCER_ID:
+            # TV2 past an exhausted epoch: the new producer id takes over at epoch 0; the last epoch stays the
+            # one the client saw last (Kafka's prepareComplete).
+            return txn._transit(target, producer_id=txn.next_producer_id, epoch=0, last_epoch=txn.producer_epoch - 1,
+                                partitions=(), now_ms=now_ms)
         return txn._transit(target, partitions=(), now_ms=now_ms)
 
     # == the writes' second phase ===============================================================
@@ -381,7 +475,7 @@ class TransactionCoordinator:
     def _as_transit(txn: TxnMetadata) -> TxnTransit:
         return TxnTransit(txn.transactional_id, txn.producer_id, txn.last_producer_id, txn.producer_epoch,
                           txn.last_producer_epoch, txn.timeout_ms, txn.state, frozenset(txn.partitions),
-                          txn.start_ms, txn.update_ms)
+                          txn.start_ms, txn.update_ms, txn.client_transaction_version, txn.next_producer_id)
 
     # == load ===================================================================================
     def load(self, transit: TxnTransit | None, transactional_id: str) -> None:

@@ -516,10 +516,12 @@ class ZkCluster:
         self.topics.set_configs(name, checked)
 
     async def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                 partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-        """KIP-890 verification by the transaction's coordinator on another broker: AddPartitionsToTxn v4 with
-        verify_only. Its errors as Kafka's AddPartitionsToTxnManager gives them to the producer: an unreachable
-        or moved coordinator is the retriable NOT_ENOUGH_REPLICAS."""
+                                 partitions: list[tuple[str, int]], *, verify_only: bool = True,
+                                 ) -> dict[tuple[str, int], ErrorCode]:
+        """KIP-890 by the transaction's coordinator on another broker: AddPartitionsToTxn v4, verify_only (or,
+        for transaction version 2, adding the partitions). Its errors as Kafka's AddPartitionsToTxnManager gives
+        them to the producer: an unreachable or moved coordinator is the retriable NOT_ENOUGH_REPLICAS, a
+        fenced producer INVALID_PRODUCER_EPOCH."""
         retry = dict.fromkeys(partitions, ErrorCode.NOT_ENOUGH_REPLICAS)
         state = self.topics.get(TRANSACTION_STATE_TOPIC)
         if state is None or not state.partitions:
@@ -543,7 +545,7 @@ class ZkCluster:
         try:
             response = await client.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, {"transactions": [{
                 "transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": producer_epoch,
-                "verify_only": True, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}]})
+                "verify_only": verify_only, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}]})
         except BrokerUnavailable:
             return retry
         if response.error_code or not response.results_by_transaction:
@@ -555,6 +557,8 @@ class ZkCluster:
                 if error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS):
                     error = ErrorCode.NOT_ENOUGH_REPLICAS
+                elif error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_ID_MAPPING) and not verify_only:
+                    error = ErrorCode.INVALID_PRODUCER_EPOCH
                 out[(topic.name, p.partition_index)] = error
         return {tp: out.get(tp, ErrorCode.NOT_ENOUGH_REPLICAS) for tp in partitions}
 

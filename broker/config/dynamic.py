@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from broker.config.options import OPTIONS_BY_NAME, BrokerConfig, Listener, convert_option
-from broker.config.topic import TOPIC_CONFIGS, InvalidConfigError
+from broker.config.topic import TOPIC_CONFIGS, InvalidConfigError, invalid_value_message
 from broker.log.durable_file import write_atomically
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class DynamicConfigs:
                 try:
                     _TOPIC_CHECKS[name](value)
                 except InvalidConfigError as exc:
-                    raise DynamicConfigError(f"Invalid value {value} for configuration {name}: {exc}") from None
+                    raise DynamicConfigError(invalid_value_message(name, value, exc)) from None
         levels = {**self.levels, level: dict(overrides)}
         candidate = self._resolve(levels)  # raises on values the broker cannot take
         if validate_only:

@@ -8,9 +8,12 @@ makes minibroker look like that release. Each range is cut to the versions minib
   Kafka 4 still advertises Produce v0-2 and answers them with UNSUPPORTED_VERSION (KAFKA-18659), and so do
   the 4.x profiles;
 - APIs minibroker does not serve are left out (delegation tokens, client quotas, the controllers'
-  and replication APIs, the KIP-848 consumer group and KIP-932 share group protocols);
-- EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
-  that feature is not offered either (as on a 4.x cluster that has not enabled it).
+  and replication APIs);
+- the KIP-848 consumer group protocol (and the KIP-932 share groups of 4.1) is offered by the 4.x profiles
+  only, with the features that enable it (group.version, share.version): the 3.x tables list
+  ConsumerGroupHeartbeat because Kafka 3.7-3.9 had it as early access behind a flag, off by default;
+- EndTxn v5 (transaction.version 2, KIP-890 part 2) and the transaction.version feature are offered by the
+  4.x profiles, as a freshly formatted Kafka 4 cluster finalizes them.
 Requests outside the profile's ranges are refused as the release would refuse them (the connection is
 closed; ApiVersions answers UNSUPPORTED_VERSION with the ranges).
 
@@ -131,6 +134,27 @@ KRAFT_VERSION = (0, 1)
 _ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
 _ACCEPTED_FROM = {0: 3}
 
+# Served under a 4.x profile only: Kafka 4's group coordinator protocols (KIP-848 consumer groups, KIP-932
+# share groups with their admin and state APIs).
+KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+KAFKA4 = "4.0"
+SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+
+# The feature levels a freshly formatted cluster of each release finalizes, for what minibroker implements of
+# them: {release: {feature: (min supported, max supported, finalized level)}}. A real Kafka 4.1 answers
+# group.version 0-1 (1), transaction.version 0-2 (2) and share.version 0-1 (0: share groups are a preview a
+# cluster turns on with kafka-features); minibroker's 4.1 profile finalizes share.version 1 so that share
+# consumers work without that step.
+FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
+    "4.0": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2)},
+    "4.1": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
+    # 4.2 on finalize share.version themselves (4.4 at level 2, whose additions are not served here: 1 is offered),
+    # and streams.version 1 (KIP-1071 streams groups, not served here).
+    "4.2": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
+    "4.3": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
+    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
+}
+
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.
 INTER_BROKER_APIS = (4, 5, 6, 7, 56)
 
@@ -158,6 +182,15 @@ class VersionProfile:
                 accepted.setdefault(key, (lo, hi))
         return VersionProfile(self.release, self.advertised, accepted, self.features)
 
+    def without(self, api_keys: frozenset[int]) -> VersionProfile:
+        """This profile without some APIs (and the share.version feature when they are the share group ones)."""
+        features = self.features
+        if api_keys >= SHARE_GROUP_APIS:
+            features = {key: [f for f in value if f["name"] != "share.version"] if isinstance(value, list) else value
+                        for key, value in features.items()}
+        return VersionProfile(self.release, {k: v for k, v in self.advertised.items() if k not in api_keys},
+                              {k: v for k, v in self.accepted.items() if k not in api_keys}, features)
+
     def accepts(self, api_key: int, version: int) -> bool:
         lo_hi = self.accepted.get(api_key)
         return lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]
@@ -173,8 +206,17 @@ def _features(release: str) -> dict[str, Any]:
     lo, hi = METADATA_VERSION[release]
     supported = [{"name": "metadata.version", "min_version": lo, "max_version": hi},
                  {"name": "kraft.version", "min_version": KRAFT_VERSION[0], "max_version": KRAFT_VERSION[1]}]
-    return {"supported_features": supported, "finalized_features_epoch": 1,
-            "finalized_features": [{"name": "metadata.version", "max_version_level": hi, "min_version_level": hi}]}
+    finalized = [{"name": "metadata.version", "max_version_level": hi, "min_version_level": hi}]
+    for name, (lo_v, hi_v, level) in FEATURES.get(release, {}).items():
+        supported.append({"name": name, "min_version": lo_v, "max_version": hi_v})
+        if level > 0:
+            finalized.append({"name": name, "max_version_level": level, "min_version_level": level})
+    return {"supported_features": supported, "finalized_features_epoch": 1, "finalized_features": finalized}
+
+
+def feature_level(release: str, name: str) -> int:
+    """The finalized level of a feature under a profile (0: off)."""
+    return FEATURES.get(release, {}).get(name, (0, 0, 0))[2]
 
 
 def release_key(release: str) -> tuple[int, ...]:
@@ -206,9 +248,10 @@ def resolve(served: Mapping[int, tuple[int, int, int]], kafka_version: str = DEF
     release = check_release(kafka_version)
     refuses = accepted_from(release)
     advertised, accepted = {}, {}
+    kafka4 = release_key(release) >= release_key(KAFKA4)
     for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
         ours = served.get(key)
-        if ours is None or hi < ours[0]:
+        if ours is None or hi < ours[0] or (key in KAFKA4_APIS and not kafka4):
             continue
         hi = min(hi, ours[1])
         advertised[key] = (max(lo, ours[2]), hi)

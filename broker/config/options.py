@@ -181,6 +181,30 @@ OPTIONS: tuple[Option, ...] = (
            "How long the first rebalance of an empty group waits for more members. 0 here (Kafka: 3000) so "
            "that a lone consumer starts at once; raise it for groups that start many members together."),
     Option("group.max.size", "group_max_size", int, "Most members a group may have (GROUP_MAX_SIZE_REACHED)."),
+    Option("group.consumer.session.timeout.ms", "group_consumer_session_timeout_ms", int,
+           "KIP-848 consumer groups (4.x profiles): a member silent for this long is fenced."),
+    Option("group.consumer.heartbeat.interval.ms", "group_consumer_heartbeat_interval_ms", int,
+           "KIP-848 consumer groups: the heartbeat interval the coordinator tells members."),
+    Option("group.consumer.max.size", "group_consumer_max_size", int,
+           "KIP-848 consumer groups: most members (GROUP_MAX_SIZE_REACHED)."),
+    Option("group.consumer.assignors", "group_consumer_assignors", str,
+           "KIP-848 consumer groups: server-side assignors clients may choose, the first the default "
+           "(uniform, range)."),
+    Option("group.consumer.migration.policy", "group_consumer_migration_policy", str,
+           "Conversion between classic and consumer groups: bidirectional, upgrade, downgrade or disabled."),
+    Option("group.consumer.regex.refresh.interval.ms", "group_consumer_regex_refresh_interval_ms", int,
+           "KIP-848 consumer groups: regular expression subscriptions are resolved again at least this often."),
+    Option("group.share.session.timeout.ms", "group_share_session_timeout_ms", int,
+           "Share groups (KIP-932): a member silent for this long is fenced."),
+    Option("group.share.heartbeat.interval.ms", "group_share_heartbeat_interval_ms", int,
+           "Share groups: the heartbeat interval the coordinator tells members."),
+    Option("group.share.max.size", "group_share_max_size", int, "Share groups: most members."),
+    Option("group.share.record.lock.duration.ms", "group_share_record_lock_duration_ms", int,
+           "Share groups: how long a consumer holds fetched records before they are offered again."),
+    Option("group.share.delivery.count.limit", "group_share_delivery_count_limit", int,
+           "Share groups: deliveries of a record before it is archived (never delivered again)."),
+    Option("group.share.partition.max.record.locks", "group_share_partition_max_record_locks", int,
+           "Share groups: most records of a partition in flight (acquired) at once."),
     Option("transaction.state.log.num.partitions", "transaction_state_log_num_partitions", int,
            "Partitions of `__transaction_state`, fixed when it is created."),
     Option("transaction.state.log.segment.bytes", "transaction_state_log_segment_bytes", int,
@@ -303,6 +327,18 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
     group_max_size: int = 2**31 - 1
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_size: int = 2**31 - 1
+    group_consumer_assignors: str = "uniform,range"
+    group_consumer_migration_policy: str = "bidirectional"
+    group_consumer_regex_refresh_interval_ms: int = 600_000
+    group_share_session_timeout_ms: int = 45_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_max_size: int = 200
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2_000
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
     transaction_max_timeout_ms: int = 900_000
@@ -414,6 +450,15 @@ class BrokerConfig:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if not self.listeners:
             raise ValueError("at least one listener is needed")
+        assignors = [a.strip() for a in self.group_consumer_assignors.split(",") if a.strip()]
+        unknown = [a for a in assignors if a not in ("uniform", "range")]
+        if not assignors or unknown:
+            raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown} (uniform, range)")
+        if self.group_consumer_migration_policy.lower() not in ("bidirectional", "upgrade", "downgrade",
+                                                                 "disabled"):
+            raise ValueError("group.consumer.migration.policy must be bidirectional, upgrade, downgrade or disabled")
+        if not 2 <= self.group_share_delivery_count_limit <= 10:
+            raise ValueError("group.share.delivery.count.limit must be between 2 and 10")
         protocols = self.protocol_map()
         for listener in self.listeners:
             if listener.name not in protocols:

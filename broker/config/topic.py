@@ -23,6 +23,36 @@ class InvalidConfigError(ValueError):
     """A topic config Kafka would reject with INVALID_CONFIG."""
 
 
+class InvalidValueError(InvalidConfigError):
+    """Kafka's ConfigException(name, value, message): "Invalid value <value> for configuration <name>:
+    <message>", where the value shown may be one element of a list and the message may name the config."""
+
+    def __init__(self, shown: str, message: str) -> None:
+        super().__init__(message)
+        self.shown = shown
+        self.message = message
+
+    def describe(self, name: str) -> str:
+        return f"Invalid value {self.shown} for configuration {name}: {self.message.replace('{name}', name)}"
+
+
+def invalid_value_message(name: str, value: str, exc: InvalidConfigError) -> str:
+    if isinstance(exc, InvalidValueError):
+        return exc.describe(name)
+    return f"Invalid value {value} for configuration {name}: {exc}"
+
+
+def parse_list(value: str) -> list[str]:
+    """Kafka's ConfigDef LIST parsing: trimmed, split on commas with the whitespace around them, empty
+    elements kept (a trailing comma leaves ""), nothing at all an empty list."""
+    trimmed = value.strip()
+    return [] if not trimmed else re.split(r"\s*,\s*", trimmed)
+
+
+def normalize_list(value: str) -> str:
+    return ",".join(parse_list(value))
+
+
 # Kafka's ConfigDef types, as DescribeConfigs v3+ reports them (ConfigType).
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 
@@ -48,12 +78,12 @@ def _int(lo: int, hi: int) -> Callable[[str], None]:
 
 
 def _choice(*allowed: str, many: bool = False) -> Callable[[str], None]:
-    """One of `allowed`, or (many) a comma-separated list of them, empty included: Kafka 3.9 and 4.x take an
-    empty cleanup.policy (subtracting its last value), which neither deletes nor compacts."""
+    """ValidString, or (many) ValidList: every element one of the allowed strings; an empty list is
+    accepted (Kafka 3.7-4.1 alike: a SUBTRACT of the last element of cleanup.policy leaves "")."""
     def check(value: str) -> None:
-        items = [v.strip() for v in value.split(",") if v.strip()] if many else [value]
-        if (not many and not items) or any(v not in allowed for v in items):
-            raise InvalidConfigError(f"value {value!r} must be {'some of' if many else 'one of'} {allowed}")
+        for item in (parse_list(value) if many else [value]):
+            if item not in allowed:
+                raise InvalidValueError(item, f"String must be one of: {', '.join(allowed)}")
     return _typed(check, LIST if many else STRING)
 
 
@@ -89,11 +119,12 @@ def _version(value: str) -> None:
 
 def _replica_list(value: str) -> None:
     """"*" or "partition:broker,..." (Kafka's ThrottledReplicaListValidator)."""
-    if value.strip() in ("", "*"):
+    items = parse_list(value)
+    if items in ([], ["*"]):
         return
-    if not all(re.fullmatch(r"\s*\d+:\d+\s*", item) for item in value.split(",")):
-        raise InvalidConfigError(f"{value} must be the literal '*' or a list of replicas in the following "
-                                 "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    if not all(re.fullmatch(r"\d+:\d+", item) for item in items):
+        raise InvalidValueError(f"[{', '.join(items)}]", "{name} must be the literal '*' or a list of replicas "
+                                "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +149,7 @@ def _since(release: str, then: str, before: str) -> Callable[[BrokerConfig], str
 
 # Kafka's topic configs. All are validated and stored; those the log uses are marked in log_config().
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
-    TopicConfigDef("cleanup.policy", _choice("delete", "compact", many=True),
+    TopicConfigDef("cleanup.policy", _choice("compact", "delete", many=True),
                    lambda c: c.log_cleanup_policy, "log.cleanup.policy"),
     TopicConfigDef("compression.type", _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
                    _const("producer"), "compression.type"),
@@ -212,8 +243,9 @@ def validate_topic_configs(configs: Mapping[str, str | None], kafka_version: str
         try:
             definition.check(value)
         except InvalidConfigError as exc:
-            raise InvalidConfigError(f"Invalid value {value} for configuration {name}: {exc}") from None
-        out[name] = value
+            raise InvalidConfigError(invalid_value_message(name, value, exc)) from None
+        # Kafka keeps a list as its parsed elements: "compact, delete" is stored as "compact,delete".
+        out[name] = normalize_list(value) if config_type(definition.check) == LIST else value
     return out
 
 

@@ -18,6 +18,7 @@ from protocol.header import ErrorCode
 
 TOPIC = 2
 BROKER = 4
+GROUP = 32  # KIP-848/KIP-932 group configs (IncrementalAlterConfigs only, as Kafka)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -73,6 +74,8 @@ async def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate
                  ) -> tuple[ErrorCode, str | None]:
     if resource.resource_type == BROKER:
         return _alter_broker(ctx, resource, incremental, validate_only)
+    if resource.resource_type == GROUP and incremental:
+        return _alter_group(ctx, resource, validate_only)
     if resource.resource_type != TOPIC:
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
     name = resource.resource_name
@@ -116,6 +119,23 @@ def _alter_broker(ctx: RequestContext, resource: Any, incremental: bool, validat
         # ZooKeeper-mode Kafka (ZkAdminManager.alterConfigs) answers a ConfigException so.
         return ErrorCode.INVALID_REQUEST, f"Invalid config value for resource ConfigResource(type=BROKER, " \
                                           f"name='{name}'): {exc}"
+    except OSError as exc:
+        return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    return ErrorCode.NONE, None
+
+
+def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    from broker.config.group_configs import GroupConfigError
+
+    configs = ctx.broker.group_configs
+    try:
+        current = dict(configs.overrides.get(resource.resource_name, {}))
+        overrides = _incremental(current, resource.configs, lambda n: None, lambda n: False)
+        configs.alter(resource.resource_name, overrides, validate_only=validate_only)
+    except _Refused as exc:
+        return exc.error, exc.message
+    except GroupConfigError as exc:
+        return ErrorCode.INVALID_CONFIG, str(exc)
     except OSError as exc:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
     return ErrorCode.NONE, None

@@ -14,9 +14,23 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     await groups.loaded.wait()
     names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    now = ctx.broker.now_ms()
     elsewhere = {g: e for g in deletable if (e := groups.error_for(g))}  # coordinated by another broker
-    errors = groups.coordinator.delete_groups([g for g in req.groups_names if g is None or
-                                               (g in deletable and g not in elsewhere)], ctx.broker.now_ms())
+    wanted = [g for g in req.groups_names if g is None or (g in deletable and g not in elsewhere)]
+    # KIP-848 consumer groups: their records go (Empty only), then their offsets like any group's.
+    consumer = {g: groups.consumer.delete_group(g, now) for g in wanted if g in groups.consumer.groups}
+    # KIP-932 share groups (Empty only): their record, and the state of their share partitions.
+    for g in [g for g in wanted if g in groups.share.groups]:
+        error = groups.share.delete_group(g, now)
+        if error == ErrorCode.NONE:
+            shares = ctx.broker.share_partitions
+            for topic_id in {key[1] for key, _ in list(shares.group_partitions(g))}:
+                shares.delete_offsets(g, topic_id)
+        consumer[g] = error
+    errors = groups.coordinator.delete_groups([g for g in wanted if g not in consumer or
+                                               (consumer[g] == ErrorCode.NONE and g in groups.coordinator.groups)],
+                                              now)
+    errors.update({g: e for g, e in consumer.items() if e != ErrorCode.NONE or g not in errors})
     errors.update(elsewhere)
     groups.changed()
     for group_id in errors:

@@ -16,6 +16,7 @@ from broker.config.dynamic import (
     DynamicConfigs,
     listeners_value,
 )
+from broker.config.group_configs import GROUP_CONFIGS
 from broker.config.options import OPTIONS, BrokerConfig
 from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, config_type, topic_configs
 from broker.handlers.context import RequestContext
@@ -34,6 +35,8 @@ _OWN_LOGGERS = ("broker", "protocol", "coordinator", "zk")
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+DYNAMIC_GROUP_CONFIG = 8
+GROUP = 32
 
 _DEFAULTS = BrokerConfig()
 _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
@@ -51,7 +54,15 @@ _LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.
                  "controlled.shutdown.timeout.ms", "controlled.shutdown.retry.backoff.ms",
                  "leader.imbalance.check.interval.seconds", "replica.lag.time.max.ms"}
 _SHORT_OPTIONS = {"offsets.topic.replication.factor", "transaction.state.log.replication.factor"}
-_LIST_OPTIONS = {"log.cleanup.policy"}
+# Types Kafka 4.0 changed, as the 3.x releases describe them: name -> (release of the change, older type).
+_OLDER_KINDS = {"group.share.max.size": ("4.0", 4)}  # SHORT
+_LIST_OPTIONS = {"log.cleanup.policy", "group.consumer.assignors"}
+# Defaults Kafka 4.0 changed, as the 3.x releases describe them: name -> (release of the change, older value).
+_OLDER_DEFAULTS = {
+    "group.consumer.assignors": ("4.0", "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+                                        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+    "group.share.partition.max.record.locks": ("4.0", "200"),
+}
 # Listeners and log.dirs are described as a STRING up to Kafka 4.1 and as a LIST by 4.4 (recorded from both).
 LISTS_SINCE_4_4 = {"listeners", "advertised.listeners", "log.dirs"}
 LISTENERS_LIST_SINCE = "4.4"
@@ -77,8 +88,9 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _static_and_default(name: str, static: BrokerConfig) -> tuple[str | None, str | None]:
-    """A broker setting's value at start (command line) and its built-in default."""
+def _static_and_default(name: str, static: BrokerConfig, versions: Any) -> tuple[str | None, str | None]:
+    """A broker setting's value at start (command line) and its built-in default (as the profile's release
+    describes it)."""
     if name in ("listeners", "advertised.listeners"):
         advertised = name == "advertised.listeners"
         return (listeners_value(static.listeners, advertised=advertised),
@@ -87,6 +99,10 @@ def _static_and_default(name: str, static: BrokerConfig) -> tuple[str | None, st
     static_value, default = _text(getattr(static, attr)), _text(getattr(_DEFAULTS, attr))
     if name in NULL_DEFAULTS:  # Kafka's default is null: unset, the setting has no value
         return (None if static_value == default else static_value), None
+    if name in _OLDER_DEFAULTS:
+        since, older = _OLDER_DEFAULTS[name]
+        if not versions.since(since):
+            return (older if static_value == default else static_value), older
     return static_value, default
 
 
@@ -167,6 +183,8 @@ def _kind(name: str, versions: Any = None) -> int:
         return LIST if versions is not None and versions.since(LISTENERS_LIST_SINCE) else STRING
     if name in _LIST_OPTIONS:
         return LIST
+    if name in _OLDER_KINDS and versions is not None and not versions.since(_OLDER_KINDS[name][0]):
+        return _OLDER_KINDS[name][1]
     if name in INERT:
         return INERT[name][1]
     if name in FIXED:
@@ -193,7 +211,8 @@ def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, 
             out.append(_entry(name, chain[0]["value"], chain[0]["source"], read_only, chain if synonyms else [],
                               _kind(name), version))
             continue
-        static_and_default = (None, None) if name in INERT else _static_and_default(name, dynamic.static)
+        static_and_default = (None, None) if name in INERT else _static_and_default(name, dynamic.static,
+                                                                                       ctx.broker.versions)
         chain = _with_formatted(broker_chain(dynamic, name, *static_and_default), name, formatted, dynamic)
         value, source = (chain[0]["value"], chain[0]["source"]) if chain else (None, DEFAULT_CONFIG)
         out.append(_entry(name, value, source, name not in RECONFIGURABLE, chain if synonyms else [],
@@ -265,6 +284,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
         elif r.resource_type == BROKER_LOGGER and r.resource_name == str(ctx.broker.node_id):
             result["configs"] = _logger_configs(keys)
+        elif r.resource_type == GROUP:
+            result["configs"] = [
+                {"name": name, "value": value, "read_only": False,
+                 "config_source": DYNAMIC_GROUP_CONFIG if own else DEFAULT_CONFIG,
+                 "is_default": not own, "is_sensitive": False, "synonyms": [],
+                 "config_type": GROUP_CONFIGS[name].kind, "documentation": None}
+                for name, (value, own) in ctx.broker.group_configs.effective(r.resource_name).items()
+                if keys is None or name in keys]
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {r.resource_type}")

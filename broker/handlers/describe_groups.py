@@ -30,8 +30,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue
-        if version >= 6 and group_id not in groups.coordinator.groups:
-            out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
+        # KIP-848 and KIP-932 groups: ConsumerGroupDescribe and ShareGroupDescribe describe those.
+        consumer = group_id in groups.consumer.groups or group_id in groups.share.groups
+        if consumer or (version >= 6 and group_id not in groups.coordinator.groups):
+            message = f"Group {group_id} is not a classic group." if consumer else f"Group {group_id} not found."
+            out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,
+                        "error_message": message if version >= 6 else None,
                         "group_id": group_id, "group_state": "Dead", "protocol_type": "", "protocol_data": "",
                         "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue

@@ -1,4 +1,6 @@
-"""EndTxn: PrepareCommit/PrepareAbort is written, then the answer; the markers follow in the background."""
+"""EndTxn: PrepareCommit/PrepareAbort is written, then the answer; the markers follow in the background.
+v5 is transaction version 2 (KIP-890 part 2): the epoch is bumped and the answer tells the producer its id and
+epoch for the next transaction."""
 
 from __future__ import annotations
 
@@ -11,15 +13,30 @@ from protocol.header import ErrorCode
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     txns = ctx.broker.txns
     await txns.loaded.wait()
     not_here = txns.error_for(req.transactional_id)
     if not_here:
-        return {"throttle_time_ms": 0, "error_code": not_here}
+        return _answer(not_here)
+    tv2 = ctx.header.api_version >= TV2_FROM
+    new_pid = None
+    if txns.coordinator.end_txn_needs_producer_id(req.transactional_id, tv2):
+        error, new_pid = await txns.producer_ids.new_id()
+        if error != ErrorCode.NONE:
+            return _answer(error)
     outcome = txns.coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
-                                       bool(req.committed), ctx.broker.now_ms())
+                                       bool(req.committed), ctx.broker.now_ms(), tv2=tv2, new_producer_id=new_pid)
     error = await txns.apply(outcome.transit, outcome.error)
     if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
-    return {"throttle_time_ms": 0, "error_code": error}
+    if error != ErrorCode.NONE:
+        return _answer(error)
+    return _answer(error, outcome.producer_id, outcome.producer_epoch)
+
+
+TV2_FROM = 5
+
+
+def _answer(error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": producer_epoch}

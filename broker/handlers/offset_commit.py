@@ -60,6 +60,20 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         kept = {tp: v.offset for tp, v in offsets.items() if tp not in too_large}
         await trio.to_thread.run_sync(broker.legacy_offsets.commit, req.group_id, kept)
         errors.update((tp, ErrorCode.NONE) for tp in kept)
+    elif offsets and req.group_id in groups.consumer.groups:
+        # A KIP-848 consumer group: the member epoch is checked (STALE_MEMBER_EPOCH); the offsets are kept
+        # like any group's.
+        error = groups.consumer.validate_offset_commit(
+            req.group_id, req.member_id, req.group_instance_id if version >= 7 else None,
+            req.generation_id_or_member_epoch, False, version)
+        if error != ErrorCode.NONE:
+            errors.update(dict.fromkeys(offsets, error))
+        else:
+            errors.update(groups.coordinator.commit_offsets(
+                group_id=req.group_id, generation_id=-1, member_id="", group_instance_id=None, offsets=offsets,
+                api_version=version, now_ms=now))
+            groups.changed()
+            await groups.durable(req.group_id)
     elif offsets:
         errors.update(groups.coordinator.commit_offsets(
             group_id=req.group_id, generation_id=req.generation_id_or_member_epoch, member_id=req.member_id,

@@ -44,10 +44,15 @@ def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: boo
     return out
 
 
-def _group_error(ctx: RequestContext, group_id: str) -> ErrorCode:
+def _group_error(ctx: RequestContext, group_id: str, member_id: str | None = None,
+                 member_epoch: int = -1) -> ErrorCode:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    return ctx.broker.groups.error_for(group_id) or ErrorCode.NONE
+    error = ctx.broker.groups.error_for(group_id)
+    if error:
+        return error
+    # v9+: a KIP-848 member names itself and its epoch (STALE_MEMBER_EPOCH when it is behind).
+    return ctx.broker.groups.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
 
 
 def _legacy(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -84,7 +89,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if version >= 8:
         groups = []
         for g in req.groups:
-            error = _group_error(ctx, g.group_id)
+            error = _group_error(ctx, g.group_id, g.member_id if version >= 9 else None,
+                                 g.member_epoch if version >= 9 else -1)
             groups.append({"group_id": g.group_id, "error_code": error,
                            "topics": _topics(ctx, g.group_id, g.topics, stable) if error == ErrorCode.NONE else []})
         return {"throttle_time_ms": 0, "groups": groups}

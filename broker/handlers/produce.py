@@ -112,15 +112,21 @@ def has_transactional_records(req: Any) -> bool:
     return False
 
 
+IMPLICIT_ADD_FROM = 12  # Produce v12+: transaction version 2 clients (KIP-890 part 2)
+
+
 async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, int], ErrorCode]:
-    """KIP-890 verification, before anything is appended: a transactional batch for a partition where its
-    producer has no open transaction at its epoch (its first batch there) must be for a partition the
-    transaction coordinator has in the producer's ongoing transaction, else INVALID_TXN_STATE (or
-    INVALID_PRODUCER_EPOCH). This broker's coordinator is asked directly; another broker's with
-    AddPartitionsToTxn v4 (verify only), during which the connection's later requests wait (ctx.release)."""
+    """KIP-890, before anything is appended, for each transactional batch on a partition where its producer has
+    no open transaction at its epoch (its first batch there). Produce v12+ (transaction version 2) adds the
+    partition to the producer's transaction, starting one if none is open: the client sends no
+    AddPartitionsToTxn. Older versions verify that the coordinator has the partition in the producer's ongoing
+    transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH). This broker's coordinator is asked
+    directly; another broker's with AddPartitionsToTxn v4, during which the connection's later requests wait
+    (ctx.release)."""
     broker = ctx.broker
     txn_id = req.transactional_id
-    if txn_id is None or not broker.config.transaction_partition_verification_enable:
+    add = ctx.header.api_version >= IMPLICIT_ADD_FROM
+    if txn_id is None or not (add or broker.config.transaction_partition_verification_enable):
         return {}
     wanted: list[tuple[str, int]] = []
     producer = (-1, -1)
@@ -139,10 +145,26 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
                 producer = (header.producer_id, header.producer_epoch)
     if not wanted:
         return {}
-    if broker.replicas is None or not broker.txns.error_for(txn_id):
-        coordinator = broker.txns.coordinator
-        return {tp: coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
-    return await broker.cluster.verify_transaction(txn_id, *producer, wanted)
+    txns = broker.txns
+    if broker.replicas is not None and txns.error_for(txn_id):
+        return await broker.cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
+    if add:
+        return dict.fromkeys(wanted, await _add_to_transaction(broker, txn_id, *producer, wanted))
+    return {tp: txns.coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
+
+
+async def _add_to_transaction(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+                              partitions: list[tuple[str, int]]) -> ErrorCode:
+    """Transaction version 2 with this broker's coordinator (Kafka's AddPartitionsToTxnManager with TV2). A
+    fenced producer gets INVALID_PRODUCER_EPOCH, as Kafka answers Produce."""
+    txns = broker.txns
+    await txns.loaded.wait()
+    outcome = txns.coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions,
+                                              broker.now_ms())
+    error = await txns.apply(outcome.transit, outcome.error)
+    if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
 
 
 def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, Any]]:

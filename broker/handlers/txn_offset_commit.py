@@ -43,8 +43,16 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
     # The transaction coordinator's check, where it is this broker (in a cluster it is usually another one,
     # which the producer has asked with AddOffsetsToTxn already).
-    error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, partition) \
-        if not txns.error_for(req.transactional_id) else ErrorCode.NONE
+    if txns.error_for(req.transactional_id):
+        error = ErrorCode.NONE
+    elif version >= 5:
+        # Transaction version 2: the commit adds the group's partition itself (no AddOffsetsToTxn, KIP-890).
+        outcome = txns.coordinator.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                  [partition], ctx.broker.now_ms())
+        error = await txns.apply(outcome.transit, outcome.error)
+    else:
+        error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                  partition)
     if error != ErrorCode.NONE:
         if error == ErrorCode.PRODUCER_FENCED and version < 3:
             error = ErrorCode.INVALID_PRODUCER_EPOCH
@@ -58,12 +66,22 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     known = {tp: v for tp, v in offsets.items() if tp[0] in readable and ctx.broker.topics.partition(*tp) is not None}
     errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp[0] in readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
               for tp in offsets}
+    member_id = req.member_id if version >= 3 else ""
+    instance_id = req.group_instance_id if version >= 3 else None
+    generation = req.generation_id if version >= 3 else -1
+    if known and req.group_id in groups.consumer.groups:
+        # A KIP-848 consumer group checks the member epoch; the offsets are pending like any group's.
+        error = groups.consumer.validate_offset_commit(req.group_id, member_id, instance_id, generation, True,
+                                                       version)
+        if error != ErrorCode.NONE:
+            errors.update(dict.fromkeys(known, error))
+            known = {}
+        member_id, instance_id, generation = "", None, -1
     if known:
         errors.update(groups.coordinator.txn_commit_offsets(
             group_id=req.group_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-            member_id=req.member_id if version >= 3 else "",
-            group_instance_id=req.group_instance_id if version >= 3 else None,
-            generation_id=req.generation_id if version >= 3 else -1, offsets=known, now_ms=now))
+            member_id=member_id, group_instance_id=instance_id, generation_id=generation, offsets=known,
+            now_ms=now))
         stored = await groups.durable(req.group_id)
         if stored:
             errors.update((tp, stored) for tp, e in errors.items() if e == ErrorCode.NONE)

@@ -130,6 +130,25 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
         Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        # KIP-848 consumer groups: offered by the 4.x profiles only (kafka_versions.KAFKA4_APIS).
+        Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, "consumer_group_heartbeat", "ConsumerGroupHeartbeatRequest",
+            "ConsumerGroupHeartbeatResponse"),
+        Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
+            "ConsumerGroupDescribeResponse"),
+        # KIP-932 share groups: the 4.1 profile only.
+        Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
+            "ShareGroupHeartbeatResponse"),
+        Api(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, "share_group_describe", "ShareGroupDescribeRequest",
+            "ShareGroupDescribeResponse"),
+        Api(ApiKey.SHARE_FETCH, 1, 1, "share_fetch", "ShareFetchRequest", "ShareFetchResponse"),
+        Api(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, "share_acknowledge", "ShareAcknowledgeRequest",
+            "ShareAcknowledgeResponse"),
+        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 0, "describe_share_group_offsets",
+            "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
+        Api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, "alter_share_group_offsets", "AlterShareGroupOffsetsRequest",
+            "AlterShareGroupOffsetsResponse"),
+        Api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, "delete_share_group_offsets", "DeleteShareGroupOffsetsRequest",
+            "DeleteShareGroupOffsetsResponse"),
         Api(ApiKey.OFFSET_DELETE, 0, 0, "offset_delete", "OffsetDeleteRequest", "OffsetDeleteResponse"),
         Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, "describe_producers", "DescribeProducersRequest",
             "DescribeProducersResponse"),
@@ -137,7 +156,8 @@ def _build_table() -> dict[int, Api]:
             "AddPartitionsToTxnResponse"),
         Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, "add_offsets_to_txn", "AddOffsetsToTxnRequest",
             "AddOffsetsToTxnResponse"),
-        Api(ApiKey.END_TXN, 0, 4, "end_txn", "EndTxnRequest", "EndTxnResponse"),
+        # v5: transaction version 2 (KIP-890 part 2), in the 4.x profiles' ranges only.
+        Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse"),
         Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
         Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
@@ -195,4 +215,8 @@ def version_profile(kafka_version: str = kafka_versions.DEFAULT, *,
     """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version); a
     cluster's brokers also accept the cluster's own requests (whatever release they look like to clients)."""
     profile = kafka_versions.resolve(served(), kafka_version)
-    return profile.with_inter_broker(served()) if cluster else profile
+    if not cluster:
+        return profile
+    # Share groups are served by a single broker only (their state is not replicated here yet).
+    profile = profile.without(kafka_versions.SHARE_GROUP_APIS)
+    return profile.with_inter_broker(served())

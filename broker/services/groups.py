@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,13 +22,43 @@ from broker.services.appends import AppendSignal
 from broker.services.durability import Durability
 from broker.services.internal_topics import partition_for, stored_batches
 from broker.services.topics import OFFSETS_TOPIC, Partition, Topic, TopicError, TopicManager
-from coordinator.group import JoinResult, SyncResult
+from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
+from coordinator.group import GroupState, JoinResult, SyncResult
 from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
+from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, ShareHeartbeatResult
 from protocol.header import ErrorCode
+from protocol.kafka4_group_records import (
+    KAFKA4_GROUP_RECORD_TYPES,
+    RecordError,
+    decode_group_record,
+    record_type,
+)
 from protocol.records import CONTROL_COMMIT, build_batch, parse_control_record
 from protocol.records import Record as LogRecord
 
 log = logging.getLogger(__name__)
+
+
+class TopicsView:
+    """The broker's topics as the consumer group coordinator sees them (Kafka's metadata image)."""
+
+    def __init__(self, topics: TopicManager) -> None:
+        self._topics = topics
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self._topics.get(name)
+        return None if topic is None else topic.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self._topics.get_by_id(topic_id)
+        return None if topic is None else topic.name
+
+    def partition_count(self, topic_id: uuid.UUID) -> int:
+        topic = self._topics.get_by_id(topic_id)
+        return -1 if topic is None else len(topic.partitions)
+
+    def topic_names(self) -> list[str]:
+        return [topic.name for topic in self._topics]
 
 
 class _Reply:
@@ -75,8 +106,67 @@ class GroupService:
             offsets_retention_ms=c.offsets_retention_minutes * 60_000,
             offset_metadata_max_bytes=c.offset_metadata_max_bytes,
         ), self)
+        # KIP-848 consumer groups (the 4.x profiles serve ConsumerGroupHeartbeat); same topic, same offsets.
+        self.consumer = ConsumerGroupCoordinator(ConsumerGroupConfig(
+            session_timeout_ms=c.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+            max_size=c.group_consumer_max_size,
+            assignors=tuple(a.strip() for a in c.group_consumer_assignors.split(",") if a.strip()),
+            migration_policy=c.group_consumer_migration_policy.lower(),
+            regex_refresh_interval_ms=c.group_consumer_regex_refresh_interval_ms,
+        ), self, TopicsView(topics), self.coordinator)
+        self.share = ShareGroupCoordinator(ShareGroupConfig(
+            session_timeout_ms=c.group_share_session_timeout_ms,
+            heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
+            max_size=c.group_share_max_size,
+        ), self, TopicsView(topics))
+        self.share.other_group_type = self.other_group_type
+        self.consumer.other_group_type = self.other_group_type
+        self.consumer.on_classic_converted = self.coordinator.demote_to_simple
+        self.coordinator.retained = self._consumer_subscribed
+        self._topic_snapshot: dict[str, tuple[uuid.UUID, int]] | None = None
         self.loaded = trio.Event()
         self._wake = trio.Event()
+
+    # -- which coordinator owns a group id ------------------------------------------------------------
+    def other_group_type(self, group_id: str) -> str | None:
+        """For the modern coordinators: what a group id they do not own is here (Kafka's group types)."""
+        if group_id in self.share.groups:
+            return "share"
+        if group_id in self.consumer.groups:
+            return "consumer"
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return None
+        if group.is_empty_of_members() and group.protocol_type is None:
+            return "simple"  # only committed offsets (Kafka's simple classic group)
+        if group.is_empty_of_members() and group.is_in(GroupState.EMPTY):
+            return "classic-empty"
+        return "classic"
+
+    def _consumer_subscribed(self, group_id: str, topic: str) -> bool:
+        group = self.consumer.groups.get(group_id)
+        return group is not None and bool(group.members) and group.is_subscribed_to(topic)
+
+    def group_type(self, group_id: str) -> str | None:
+        """"consumer", "classic", or None for an unknown group id (a simple group counts as classic)."""
+        if group_id in self.consumer.groups:
+            return "consumer"
+        if group_id in self.share.groups:
+            return "share"
+        return "classic" if self.other_group_type(group_id) is not None else None
+
+    def sync_topics(self) -> None:
+        """Tell the consumer group coordinator which topics appeared, went or grew since it last looked
+        (Kafka's coordinators learn it from the metadata image)."""
+        snapshot = {t.name: (t.topic_id, len(t.partitions)) for t in self.topics}
+        previous = self._topic_snapshot
+        self._topic_snapshot = snapshot
+        if previous is None or previous == snapshot:
+            return
+        created = [n for n in snapshot if n not in previous or previous[n][0] != snapshot[n][0]]
+        changed = created + [n for n in previous if snapshot.get(n) != previous[n] and n not in created]
+        self.consumer.on_topics_changed(changed, created=bool(created))
 
     # -- the offsets topic (GroupStore) ---------------------------------------------------------------
     def offsets_topic(self) -> Topic:
@@ -118,6 +208,8 @@ class GroupService:
             self.owned.pop(index, None)
             self.loading.pop(index, None)
             gone = self.coordinator.unload(lambda group_id: partition_for(group_id, count) == index)
+            gone += self.consumer.unload(lambda group_id: partition_for(group_id, count) == index)
+            gone += self.share.unload(lambda group_id: partition_for(group_id, count) == index)
             if gone:
                 log.info("%s-%d moved: %d group(s) unloaded", OFFSETS_TOPIC, index, gone)
             return
@@ -135,10 +227,15 @@ class GroupService:
             return
         count = len(topic.partitions)
         self.coordinator.unload(lambda group_id: partition_for(group_id, count) == index)
+        self.consumer.unload(lambda group_id: partition_for(group_id, count) == index)
         pending: dict[int, list[Record]] = {}
-        self.coordinator.load(_replay(partition, pending), self.clock.now_ms())
+        modern: list[Record] = []
+        self.coordinator.load(_classic_only(_replay(partition, pending), modern), self.clock.now_ms())
         for producer_id, records in pending.items():
             self.coordinator.load_pending_txn(producer_id, records)
+        decoded = list(_decoded(modern))
+        self.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), self.clock.now_ms())
+        self.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), self.clock.now_ms())
         if self.loading.get(index) == leader_epoch:  # not moved away (or back) meanwhile
             del self.loading[index]
             self.owned[index] = leader_epoch
@@ -223,19 +320,29 @@ class GroupService:
         if topic is not None:
             for partition in topic.partitions:
                 pending: dict[int, list[Record]] = {}
-                self.coordinator.load(_replay(partition, pending), self.clock.now_ms())
+                modern: list[Record] = []
+                self.coordinator.load(_classic_only(_replay(partition, pending), modern), self.clock.now_ms())
                 for producer_id, records in pending.items():
                     self.coordinator.load_pending_txn(producer_id, records)
+                decoded = list(_decoded(modern))
+                self.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), self.clock.now_ms())
+                self.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), self.clock.now_ms())
                 await trio.sleep(0)  # let connections be served between partitions
-            log.info("loaded %d group(s) from %s", len(self.coordinator.groups), OFFSETS_TOPIC)
+            log.info("loaded %d classic and %d consumer group(s) from %s", len(self.coordinator.groups),
+                     len(self.consumer.groups), OFFSETS_TOPIC)
+        self.sync_topics()
         self.loaded.set()
 
     async def _run_timers(self) -> None:
         while True:
             now = self.clock.now_ms()
-            deadline = self.coordinator.next_deadline()
+            deadlines = [d for d in (self.coordinator.next_deadline(), self.consumer.next_deadline(),
+                                     self.share.next_deadline()) if d is not None]
+            deadline = min(deadlines, default=None)
             if deadline is not None and deadline <= now:
                 self.coordinator.tick(now)
+                self.consumer.tick(now)
+                self.share.tick(now)
                 continue
             self._wake = trio.Event()
             await self.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
@@ -256,15 +363,52 @@ class GroupService:
     # -- requests whose answers wait ------------------------------------------------------------------
     async def join_group(self, **request: Any) -> JoinResult:
         await self.loaded.wait()
-        error = self.error_for(request["group_id"])
+        group_id = request["group_id"]
+        error = self.error_for(group_id)
         if error:
             return JoinResult(error, request["member_id"])
+        if group_id in self.share.groups:
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")  # Kafka's answer for a share group
+        if group_id in self.consumer.groups:
+            # Kafka converts an empty consumer group into a classic one when a classic member joins.
+            error = self.consumer.delete_group(group_id, self.clock.now_ms())
+            if error == ErrorCode.NON_EMPTY_GROUP:
+                # KIP-848 mixed membership (classic members in a consumer group) is not implemented.
+                log.warning("group %s: a classic member cannot join the consumer group while it has members",
+                            group_id)
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request["member_id"])
+            if error != ErrorCode.NONE:
+                return JoinResult(error, request["member_id"])
+            log.info("[GroupId %s] Converted the empty consumer group to a classic group.", group_id)
         reply = _Reply()
         self.coordinator.join_group(**request, respond=reply.set, now_ms=self.clock.now_ms())
         self.changed()
         result: JoinResult = await reply.wait()
         await self.durable(request["group_id"])
         return result
+
+    async def consumer_group_heartbeat(self, **request: Any) -> Any:
+        """ConsumerGroupHeartbeat (KIP-848): answered once its records are durable."""
+        await self.loaded.wait()
+        error = self.error_for(request["group_id"])
+        if error:
+            return HeartbeatResult(error)
+        self.sync_topics()
+        result = self.consumer.heartbeat(**request, now_ms=self.clock.now_ms())
+        self.changed()
+        stored = await self.durable(request["group_id"])
+        return HeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
+
+    async def share_group_heartbeat(self, **request: Any) -> Any:
+        """ShareGroupHeartbeat (KIP-932): answered once its records are durable."""
+        await self.loaded.wait()
+        error = self.error_for(request["group_id"])
+        if error:
+            return ShareHeartbeatResult(error)
+        result = self.share.heartbeat(**request, now_ms=self.clock.now_ms())
+        self.changed()
+        stored = await self.durable(request["group_id"])
+        return ShareHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
 
     async def sync_group(self, **request: Any) -> SyncResult:
         await self.loaded.wait()
@@ -277,6 +421,29 @@ class GroupService:
         result: SyncResult = await reply.wait()
         await self.durable(request["group_id"])
         return result
+
+
+def _classic_only(records: Iterator[Record], modern: list[Record]) -> Iterator[Record]:
+    """The classic records (offset commits, classic group metadata); Kafka 4's group records go to `modern`."""
+    for key, value in records:
+        try:
+            kind = record_type(key)
+        except RecordError:
+            continue
+        if kind in KAFKA4_GROUP_RECORD_TYPES:
+            modern.append((key, value))
+        elif kind <= 2:
+            yield key, value
+
+
+def _decoded(records: list[Record]) -> Iterator[Any]:
+    for key, value in records:
+        try:
+            kind, k, v = decode_group_record(key, value)
+        except RecordError as exc:
+            log.warning("skipping a __consumer_offsets record: %s", exc)
+            continue
+        yield kind, dict(k), None if v is None else dict(v)
 
 
 # Kafka's GroupMetadataManager: an append's error as the coordinator answers it.

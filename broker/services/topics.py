@@ -35,7 +35,8 @@ MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"  # KIP-932 share-partition state (Kafka's share coordinator)
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 
 
 class TopicError(Exception):
@@ -192,6 +193,9 @@ class TopicManager:
             num_partitions = self.config.offsets_topic_num_partitions
             configs = {"cleanup.policy": "compact",
                        "segment.bytes": str(self.config.offsets_topic_segment_bytes), **(configs or {})}
+        elif name == SHARE_STATE_TOPIC and num_partitions == -1:
+            num_partitions = 50  # share.coordinator.state.topic.num.partitions
+            configs = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), **(configs or {})}
         elif name == TRANSACTION_STATE_TOPIC and num_partitions == -1:
             num_partitions = self.config.transaction_state_log_num_partitions
             configs = {"cleanup.policy": "compact",

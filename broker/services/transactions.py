@@ -69,7 +69,11 @@ def transit_value(transit: TxnTransit) -> bytes:
         status=transit.state.code,
         partitions=None if transit.state is TxnState.EMPTY else tuple(
             (t, tuple(ps)) for t, ps in partitions.items()),
-        last_update_ms=transit.update_ms, start_ms=transit.start_ms))
+        last_update_ms=transit.update_ms, start_ms=transit.start_ms,
+        # TV2 transactions are written as Kafka 4 does: TransactionLogValue v1 with its tagged fields.
+        **({"previous_producer_id": transit.last_producer_id, "next_producer_id": transit.next_producer_id,
+            "client_transaction_version": transit.client_transaction_version}
+           if transit.client_transaction_version >= 2 else {})))
 
 
 def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
@@ -77,7 +81,8 @@ def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
     partitions = frozenset() if state is TxnState.EMPTY or value.partitions is None else frozenset(
         (t, p) for t, ps in value.partitions for p in ps)
     return TxnTransit(transactional_id, value.producer_id, value.previous_producer_id, value.producer_epoch,
-                      -1, value.timeout_ms, state, partitions, value.start_ms, value.last_update_ms)
+                      -1, value.timeout_ms, state, partitions, value.start_ms, value.last_update_ms,
+                      value.client_transaction_version, value.next_producer_id)
 
 
 class TxnService:

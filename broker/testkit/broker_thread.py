@@ -201,11 +201,20 @@ class BrokerThread:
         return self.call(introspect.topics, include_internal)
 
     def groups(self) -> dict[str, dict[str, Any]]:
-        """{group: {"state", "generation", "protocol", "leader", "members": [...], "offsets": {"topic-p": n},
-        "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance started."""
+        """{group: {"type", "state", "generation", "protocol", "leader", "members": [...],
+        "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
+        started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
+        members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
         from broker.testkit import introspect
 
         return self.call(introspect.groups)
+
+    def share_partitions(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}: what each
+        share group has delivered and acknowledged (KIP-932)."""
+        from broker.testkit import introspect
+
+        return self.call(introspect.share_partitions)
 
     def transactions(self) -> dict[str, dict[str, Any]]:
         """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""

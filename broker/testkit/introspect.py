@@ -38,9 +38,13 @@ def groups(broker: Any) -> dict[str, dict[str, Any]]:
     if service is None:
         return {}
     out = {}
+    consumer_groups = service.consumer.groups
     for group in service.coordinator.groups.values():
+        if group.group_id in consumer_groups:
+            continue  # the committed offsets of a KIP-848 group: shown with it below
         out[group.group_id] = {
-            "state": group.state.value, "generation": group.generation_id, "protocol_type": group.protocol_type,
+            "type": "classic", "state": group.state.value, "generation": group.generation_id,
+            "protocol_type": group.protocol_type,
             "protocol": group.protocol_name, "leader": group.leader_id,
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                          "client_id": m.client_id, "client_host": m.client_host,
@@ -49,6 +53,54 @@ def groups(broker: Any) -> dict[str, dict[str, Any]]:
             "offsets": {f"{topic}-{partition}": value.offset for (topic, partition), value in group.offsets.items()},
             "timeline": [{"time_ms": t, "event": what} for t, what in group.events],
         }
+    topics = broker.topics
+
+    def named(assignment: Any) -> list[str]:
+        found = ((topics.get_by_id(tid), parts) for tid, parts in assignment.items())
+        return sorted(f"{t.name}-{p}" for t, parts in found if t is not None for p in parts)
+
+    for share in service.share.groups.values():
+        out[share.group_id] = {
+            "type": "share", "state": share.state.value, "group_epoch": share.group_epoch,
+            "assignment_epoch": share.assignment_epoch, "assignor": "simple",
+            "members": [{"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
+                         "client_host": m.client_host, "subscribed_topics": list(m.subscribed_topic_names),
+                         "assigned": named(m.assigned_partitions)} for m in share.members.values()],
+            "timeline": [{"time_ms": t, "event": what} for t, what in share.events],
+        }
+    for group in consumer_groups.values():
+        holder = service.coordinator.groups.get(group.group_id)
+
+        out[group.group_id] = {
+            "type": "consumer", "state": group.state.value, "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "assignor": group.preferred_assignor() or service.consumer.config.assignors[0],
+            "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "member_epoch": m.member_epoch,
+                         "state": m.state.name, "client_id": m.client_id, "client_host": m.client_host,
+                         "subscribed_topics": list(m.subscribed_topic_names),
+                         "subscribed_regex": m.subscribed_topic_regex,
+                         "assigned": named(m.assigned_partitions),
+                         "revoking": named(m.partitions_pending_revocation),
+                         "target": named(group.target_assignment.get(m.member_id, {}))}
+                        for m in group.members.values()],
+            "offsets": {} if holder is None else
+            {f"{topic}-{partition}": value.offset for (topic, partition), value in holder.offsets.items()},
+            "timeline": [{"time_ms": t, "event": what} for t, what in group.events],
+        }
+    return out
+
+
+def share_partitions(broker: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}"""
+    service = broker.__dict__.get("share_partitions")
+    if service is None:
+        return {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (group_id, topic_id, index), sp in service.group_partitions_all():
+        topic = broker.topics.get_by_id(topic_id)
+        name = f"{topic.name if topic else topic_id}-{index}"
+        out.setdefault(group_id, {})[name] = {"start_offset": sp.start_offset, "end_offset": sp.end_offset,
+                                              "in_flight": sp.counts()}
     return out
 
 
@@ -60,6 +112,7 @@ def transactions(broker: Any) -> dict[str, dict[str, Any]]:
         "state": txn.state.value, "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
         "partitions": sorted(f"{t}-{p}" for t, p in txn.partitions), "timeout_ms": txn.timeout_ms,
         "start_ms": txn.start_ms, "pending": txn.pending.value if txn.pending else None,
+        "client_transaction_version": txn.client_transaction_version,
     } for txn in service.coordinator.txns.values()}
 
 

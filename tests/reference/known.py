@@ -51,6 +51,11 @@ KNOWN: list[Known] = [
     Known("create_topics", "assignment to an unknown broker", "*", "Kafka 3.9 in ZooKeeper mode creates a topic "
           "assigned to an unregistered broker and times out; minibroker refuses it as Kafka 4 does",
           releases=("3.9",), deliberate=True),
+    Known("api_versions", "*", "finalized_features[names]", "minibroker's 4.1 profile finalizes share.version 1 "
+          "so that share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0 until kafka-features "
+          "turns it on", releases=("4.1",), deliberate=True),
+    Known("api_versions", "*", "*[name=share.version].m*_version*", "Kafka 4.4 finalizes share.version 2; "
+          "minibroker serves the share group protocol of share.version 1", releases=("4.4",), deliberate=True),
     # Open: the cluster's options (issue of the cluster work) are not dynamic yet; Kafka's are.
     Known("describe_*broker_configs", "*", "*[name=min.insync.replicas].read_only", "min.insync.replicas cannot "
           "change at run time yet (Kafka: a dynamic broker config)"),

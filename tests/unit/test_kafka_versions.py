@@ -7,6 +7,7 @@ import pytest
 from kafka.protocol.broker_version_data import BROKER_API_VERSIONS, infer_broker_version_from_api_versions
 
 from broker.config.kafka_versions import (
+    KAFKA4_APIS,
     KRAFT_VERSION,
     METADATA_VERSION,
     RELEASE_API_VERSIONS,
@@ -64,6 +65,11 @@ def test_features_are_what_that_release_answers(release: str) -> None:
     assert supported["metadata.version"] == METADATA_VERSION[release]
     assert finalized["metadata.version"] == METADATA_VERSION[release][1]
     assert supported["kraft.version"] == KRAFT_VERSION
+    # The group coordinator's features at that release's levels, but for two deliberate differences (FEATURES).
+    ours = {f["name"]: f["max_version_level"] for f in resolve(release).features["finalized_features"]}
+    for name, level in ours.items():
+        if (release, name) not in {("4.1", "share.version"), ("4.4", "share.version")}:
+            assert finalized.get(name, 0) == level, name
 
 
 def test_every_served_version_is_in_some_profile() -> None:
@@ -84,9 +90,15 @@ def test_profile_is_the_release_cut_to_what_is_served(release: str) -> None:
         assert hi == min(release_hi, api.max_version)
         assert lo == max(release_lo, api.min_version)
         assert profile.accepted[key] == (max(release_lo, api.min_version, accepted_from(release).get(key, 0)), hi)
-    # Left out only what is not served at all.
+    # Left out only what is not served at all, and under 3.x the protocols of Kafka 4's group coordinator
+    # (3.7-3.9 list ConsumerGroupHeartbeat as an early access feature, off by default).
     left_out = set(RELEASE_API_VERSIONS[release]) - set(profile.advertised)
-    assert not left_out & set(served)
+    kafka4_only = KAFKA4_APIS if release.startswith("3.") else frozenset()
+    assert not (left_out - kafka4_only) & set(served)
+    if release.startswith("3."):
+        assert not KAFKA4_APIS & set(profile.advertised)
+    else:
+        assert {68, 69} <= set(profile.advertised)
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -147,12 +159,17 @@ def test_features_follow_the_release() -> None:
     assert resolve("3.9").features == {"supported_features": [], "finalized_features_epoch": 0,
                                        "finalized_features": []}
     features = resolve("4.1").features
-    assert features["finalized_features"] == [
-        {"name": "metadata.version", "max_version_level": 27, "min_version_level": 27}]
-    assert {f["name"] for f in features["supported_features"]} == {"metadata.version", "kraft.version"}
-    # Not offered: the protocols behind them are not implemented.
-    names = {f["name"] for f in resolve("4.1").features["supported_features"]}
-    assert not names & {"transaction.version", "group.version", "share.version"}
+    assert features["finalized_features"][0] == {
+        "name": "metadata.version", "max_version_level": 27, "min_version_level": 27}
+    assert {f["name"] for f in features["supported_features"]} == {
+        "metadata.version", "kraft.version", "group.version", "transaction.version", "share.version"}
+    # 4.x: the features of Kafka 4's group coordinator, finalized as a fresh 4.1 cluster does (share.version
+    # too, see FEATURES); never under 3.x.
+    supported = {f["name"]: (f["min_version"], f["max_version"]) for f in features["supported_features"]}
+    assert supported["group.version"] == (0, 1) and supported["share.version"] == (0, 1)
+    finalized = {f["name"]: f["max_version_level"] for f in features["finalized_features"]}
+    assert finalized["group.version"] == 1 and finalized["share.version"] == 1
+    assert "share.version" not in {f["name"] for f in resolve("4.0").features["supported_features"]}
 
 
 def test_patch_level_and_unknown_releases() -> None:

@@ -8,14 +8,15 @@ from tests.reference.harness import Session, scenario
 
 PROFILE_RELEASES = ("3.7", "3.8", "3.9", "4.0", "4.1", "4.2", "4.3", "4.4")
 # Features whose protocols minibroker does not serve yet (README, "not yet served"): not offered.
-NOT_OFFERED = {"group.version", "transaction.version", "share.version", "streams.version",
-               "eligible.leader.replicas.version"}
+NOT_OFFERED = {"streams.version", "eligible.leader.replicas.version"}
 
 
 def served_view(release: str, step: str, answer: Any) -> Any:
     """Kafka's ApiVersions answer cut to what minibroker serves: APIs it does not serve left out, each range
     cut to the versions it serves (Produce keeps advertising v0, KAFKA-18659), features it does not offer
-    left out."""
+    left out. 3.7-3.9 list Kafka 4's group protocols as an early-access feature, off unless configured: the
+    3.x profiles leave them out."""
+    from broker.config.kafka_versions import KAFKA4_APIS
     from broker.server.dispatch import table
 
     if not isinstance(answer, dict) or "api_keys" not in answer:
@@ -24,7 +25,8 @@ def served_view(release: str, step: str, answer: Any) -> Any:
     keys = []
     for entry in answer["api_keys"]:
         api = served.get(entry["api_key"])
-        if api is None or entry["max_version"] < api.min_version:
+        if api is None or entry["max_version"] < api.min_version or (
+                release.startswith("3.") and entry["api_key"] in KAFKA4_APIS):
             continue
         keys.append({**entry, "min_version": max(entry["min_version"], api.advertised_range[0]),
                      "max_version": min(entry["max_version"], api.max_version)})

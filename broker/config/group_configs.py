@@ -1,0 +1,107 @@
+"""Per-group configs (KIP-848/KIP-932, ConfigResource type GROUP): the settings a group overrides over the
+broker's defaults, altered with IncrementalAlterConfigs and described with DescribeConfigs, as Kafka 4.1's
+GroupConfig defines them. Kept in `<data-dir>/meta/group-configs.json` (Kafka keeps them in its metadata log)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.config.options import BrokerConfig
+from broker.log.durable_file import write_atomically
+
+_DURATION = re.compile(r"^by_duration:P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$")
+
+
+class GroupConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    name: str
+    default: Callable[[BrokerConfig], str]
+    check: Callable[[str, BrokerConfig], str | None]  # an error message, or None
+    kind: int  # DescribeConfigs ConfigType: 3 INT, 2 STRING
+
+
+def _int_between(lo: Callable[[BrokerConfig], int], hi: Callable[[BrokerConfig], int]
+                 ) -> Callable[[str, BrokerConfig], str | None]:
+    def check(value: str, config: BrokerConfig) -> str | None:
+        try:
+            n = int(value)
+        except ValueError:
+            return "Not a number of type INT"
+        if not lo(config) <= n <= hi(config):
+            if n < lo(config):
+                return f"Value must be at least {lo(config)}"
+            return f"Value must be no more than {hi(config)}"
+        return None
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[str, BrokerConfig], str | None]:
+    def check(value: str, config: BrokerConfig) -> str | None:
+        return None if value in choices else f"String must be one of: {', '.join(choices)}"
+    return check
+
+
+def _reset(value: str, config: BrokerConfig) -> str | None:
+    if value in ("latest", "earliest") or _DURATION.match(value):
+        return None
+    return "Invalid value for share.auto.offset.reset: must be 'latest', 'earliest' or 'by_duration:<ISO8601>'"
+
+
+GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
+    GroupConfigDef("consumer.session.timeout.ms", lambda c: str(c.group_consumer_session_timeout_ms),
+                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+    GroupConfigDef("consumer.heartbeat.interval.ms", lambda c: str(c.group_consumer_heartbeat_interval_ms),
+                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+    GroupConfigDef("share.session.timeout.ms", lambda c: str(c.group_share_session_timeout_ms),
+                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+    GroupConfigDef("share.heartbeat.interval.ms", lambda c: str(c.group_share_heartbeat_interval_ms),
+                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+    GroupConfigDef("share.record.lock.duration.ms", lambda c: str(c.group_share_record_lock_duration_ms),
+                   _int_between(lambda c: 1000, lambda c: 3_600_000), 3),
+    GroupConfigDef("share.auto.offset.reset", lambda c: "latest", _reset, 2),
+    GroupConfigDef("share.isolation.level", lambda c: "read_uncommitted",
+                   _one_of("read_committed", "read_uncommitted"), 2),
+)}
+
+
+class GroupConfigs:
+    def __init__(self, config: BrokerConfig, path: Path) -> None:
+        self.config = config
+        self.path = path
+        self.overrides: dict[str, dict[str, str]] = {}
+        if path.exists():
+            self.overrides = json.loads(path.read_text())
+
+    def get(self, group_id: str, name: str) -> str | None:
+        return self.overrides.get(group_id, {}).get(name)
+
+    def effective(self, group_id: str) -> dict[str, tuple[str, bool]]:
+        """{name: (value, overridden)} of every group config."""
+        own = self.overrides.get(group_id, {})
+        return {name: (own[name], True) if name in own else (d.default(self.config), False)
+                for name, d in GROUP_CONFIGS.items()}
+
+    def alter(self, group_id: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> None:
+        for name, value in overrides.items():
+            definition = GROUP_CONFIGS.get(name)
+            if definition is None:
+                raise GroupConfigError(f"Unknown group config name: {name}")
+            problem = definition.check(value, self.config)
+            if problem is not None:
+                raise GroupConfigError(f"Invalid value {value} for configuration {name}: {problem}")
+        if validate_only:
+            return
+        if overrides:
+            self.overrides[group_id] = dict(overrides)
+        else:
+            self.overrides.pop(group_id, None)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.path, json.dumps(self.overrides, sort_keys=True))

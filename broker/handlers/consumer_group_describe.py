@@ -1,0 +1,53 @@
+"""ConsumerGroupDescribe (KIP-848): state, epochs, assignor and members of consumer groups, each member
+with its current and target assignment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_operations
+from protocol.header import ErrorCode
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+CONSUMER_MEMBER = 1  # MemberType: 0 classic protocol, 1 consumer protocol
+
+
+def _assignment(ctx: RequestContext, assignment: Any) -> dict[str, Any]:
+    topics = ctx.broker.topics
+    out = []
+    for topic_id, parts in assignment.items():
+        topic = topics.get_by_id(topic_id)
+        if topic is not None:
+            out.append({"topic_id": topic_id, "topic_name": topic.name, "partitions": sorted(parts)})
+    return {"topic_partitions": out}
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    groups = ctx.broker.groups
+    await groups.loaded.wait()
+    out = []
+    for group_id in req.group_ids:
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            out.append({"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "group_id": group_id,
+                        "group_state": "", "assignor_name": "", "members": []})
+            continue
+        d = groups.consumer.describe([group_id])[0]
+        if d.error != ErrorCode.NONE:
+            out.append({"error_code": d.error, "error_message": d.message, "group_id": group_id,
+                        "group_state": "", "assignor_name": "", "members": []})
+            continue
+        out.append({
+            "error_code": ErrorCode.NONE, "group_id": group_id, "group_state": d.state,
+            "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch, "assignor_name": d.assignor,
+            "members": [{"member_id": m.member.member_id, "instance_id": m.member.instance_id,
+                         "rack_id": m.member.rack_id, "member_epoch": m.member.member_epoch,
+                         "client_id": m.member.client_id, "client_host": m.member.client_host,
+                         "subscribed_topic_names": list(m.member.subscribed_topic_names),
+                         "subscribed_topic_regex": m.member.subscribed_topic_regex,
+                         "assignment": _assignment(ctx, m.member.assigned_partitions),
+                         "target_assignment": _assignment(ctx, m.target), "member_type": CONSUMER_MEMBER}
+                        for m in d.members],
+            "authorized_operations": authorized_operations(ctx, ResourceType.GROUP, group_id)
+            if req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED})
+    return {"throttle_time_ms": 0, "groups": out}

@@ -1,0 +1,98 @@
+"""ShareFetch (KIP-932): acknowledgements of earlier deliveries first, then records acquired for the member
+under a lock, from the partitions of its share session (epoch 0 opens one, -1 closes it). With nothing to
+hand out it waits up to MaxWaitMs for new records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
+from broker.services.share_partitions import FINAL_EPOCH, ShareSessionError
+from protocol.header import ErrorCode
+
+
+def _error(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+            "acquisition_lock_timeout_ms": 0, "responses": [], "node_endpoints": []}
+
+
+def _partition(index: int, leader: int, *, error: ErrorCode = ErrorCode.NONE,
+               ack_error: ErrorCode = ErrorCode.NONE, acquired: Any = (), records: bytes = b"") -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "acknowledge_error_code": ack_error,
+            "current_leader": {"leader_id": leader, "leader_epoch": 0}, "records": records,
+            "acquired_records": [{"first_offset": r.first_offset, "last_offset": r.last_offset,
+                                  "delivery_count": r.delivery_count} for r in acquired]}
+
+
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    if not req.group_id or not req.member_id:
+        return _error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
+    if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    shares = broker.share_partitions
+    await shares.loaded.wait()
+    requested = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
+    forgotten = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
+    names = {t.topic_id: (topic.name if (topic := broker.topics.get_by_id(t.topic_id)) else None) for t in req.topics}
+    readable = set(authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, [n for n in names.values() if n]))
+    try:
+        session = shares.session(req.group_id, req.member_id, req.share_session_epoch, requested, forgotten)
+    except ShareSessionError as exc:
+        return _error(exc.error, str(exc))
+    node = broker.node_id
+    results: dict[tuple[Any, int], dict[str, Any]] = {}
+    for t in req.topics:
+        for p in t.partitions:
+            if not p.acknowledgement_batches:
+                continue
+            if names.get(t.topic_id) not in readable:
+                results[(t.topic_id, p.partition_index)] = _partition(
+                    p.partition_index, node, ack_error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            error, state = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
+                                              [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+                                               for b in p.acknowledgement_batches])
+            if state is not None:  # the acknowledgements are durable before anything else happens
+                await broker.durability.wait(state, state.log.log_end_offset - 1)
+            results[(t.topic_id, p.partition_index)] = _partition(p.partition_index, node, ack_error=error)
+    if session is not None and req.share_session_epoch != FINAL_EPOCH:
+        max_records = req.max_records if req.max_records > 0 else 500
+        deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
+        while True:
+            waiter = broker.appends.event
+            fetched = False
+            budget = req.max_bytes
+            for topic_id, index in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
+                name = broker.topics.get_by_id(topic_id)
+                if name is None or name.name not in readable and name.name not in set(
+                        authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, [name.name])):
+                    results[(topic_id, index)] = _partition(index, node, error=ErrorCode.UNKNOWN_TOPIC_ID
+                                                            if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    continue
+                outcome = shares.fetch(req.group_id, req.member_id, topic_id, index, max_records, max(budget, 1))
+                previous = results.get((topic_id, index))
+                ack_error = previous["acknowledge_error_code"] if previous else ErrorCode.NONE
+                if outcome.error != ErrorCode.NONE or outcome.acquired or previous:
+                    results[(topic_id, index)] = _partition(index, node, error=outcome.error, ack_error=ack_error,
+                                                            acquired=outcome.acquired, records=outcome.records or b"")
+                if outcome.acquired:
+                    fetched = True
+                    budget -= len(outcome.records or b"")
+                    max_records -= sum(r.last_offset - r.first_offset + 1 for r in outcome.acquired)
+                    if max_records <= 0 or budget <= 0:
+                        break
+            if fetched or trio.current_time() >= deadline:
+                break
+            with trio.move_on_at(deadline):
+                await waiter.wait()
+    by_topic: dict[Any, list[dict[str, Any]]] = {}
+    for (topic_id, _index), partition in results.items():
+        by_topic.setdefault(topic_id, []).append(partition)
+    lock = broker.group_configs.get(req.group_id, "share.record.lock.duration.ms")
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            "acquisition_lock_timeout_ms": int(lock) if lock else broker.config.group_share_record_lock_duration_ms,
+            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()], "node_endpoints": []}

@@ -1,0 +1,807 @@
+"""Kafka 4.1's KIP-848 consumer group protocol as pure logic: ConsumerGroupHeartbeat (join, heartbeat, leave,
+static members), server-side target assignment and the member reconciliation that revokes a partition
+before another member gets it, regular expression subscriptions, session and rebalance timeouts,
+ConsumerGroupDescribe, and the member epoch checks of OffsetCommit/OffsetFetch.
+
+Follows GroupMetadataManager.consumerGroupHeartbeat and its helpers (4.1): every change is a list of records
+computed from the group as it is; the records are written to `__consumer_offsets` through the injected store,
+then replayed into the group (coordinator/consumer_group.py). Time is passed in; timers are keyed deadlines
+the shell fires with `tick`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import struct
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from coordinator.assignors import (
+    ASSIGNORS,
+    DEFAULT_ASSIGNOR,
+    Assignment,
+    GroupSpec,
+    MemberSpec,
+    PartitionAssignorError,
+    SubscriptionType,
+)
+from coordinator.consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupState,
+    GroupRecord,
+    MemberState,
+    ResolvedRegex,
+    SubscriptionCount,
+    current_assignment_record,
+    epoch_record,
+    group_tombstones,
+    member_subscription_record,
+    member_tombstones,
+    regex_record,
+    replay,
+    subscription_type,
+    target_assignment_record,
+    target_epoch_record,
+    tombstone,
+)
+from coordinator.group_coordinator import StoreError
+from coordinator.timers import KeyedTimers
+from coordinator.topic_regex import InvalidRegex, compile_regex, matching_topics
+from protocol.group_records import GroupKey, encode_key
+from protocol.header import ErrorCode
+from protocol.kafka4_group_records import GroupRecordType, encode_group_record
+
+if TYPE_CHECKING:
+    from coordinator.group_coordinator import GroupCoordinator
+
+log = logging.getLogger(__name__)
+
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+METADATA_REFRESH_INTERVAL_MS = 2**31 - 1  # Kafka 4.1: refreshed on topic changes, not on a period
+_CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+
+
+class TopicsView(Protocol):
+    """What the coordinator needs to know of the cluster's topics (Kafka's metadata image)."""
+
+    def topic_id(self, name: str) -> uuid.UUID | None: ...
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
+
+    def partition_count(self, topic_id: uuid.UUID) -> int: ...  # -1 when unknown
+
+    def topic_names(self) -> list[str]: ...
+
+
+class RecordStore(Protocol):
+    def write(self, group_id: str, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    max_size: int = 2**31 - 1  # group.consumer.max.size
+    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors, the first is the default
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    regex_refresh_interval_ms: int = 600_000  # group.consumer.regex.refresh.interval.ms
+
+
+class GroupError(Exception):
+    """An ApiException of Kafka's coordinator: the error code and message of the response."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or error.name)
+        self.error = error
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: not sent (unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member: ConsumerGroupMember
+    target: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: list[DescribedMember] = field(default_factory=list)
+
+
+# Timer keys: (kind, group id, member id)
+_SESSION = "session"
+_REBALANCE = "rebalance"
+
+
+def _topic_partitions(entries: Iterable[Mapping[str, object]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
+    if entries is None:
+        return None
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for entry in entries:
+        topic_id = entry["topic_id"]
+        assert isinstance(topic_id, uuid.UUID)
+        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(entry["partitions"])  # type: ignore[arg-type]
+    return out
+
+
+class ConsumerGroupCoordinator:
+    def __init__(self, config: ConsumerGroupConfig, store: RecordStore, topics: TopicsView,
+                 classic: GroupCoordinator | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.topics = topics
+        self.classic = classic
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.timers: KeyedTimers[tuple[str, str, str]] = KeyedTimers()
+        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.rebalances = 0
+        # Kafka's lastMetadataImageWithNewTopics: the topics' version when a topic last appeared.
+        self.topics_version = 0
+        self.version_with_new_topics = -1
+        # The type of a group id this coordinator does not own: "simple" (offsets only), "classic-empty",
+        # "classic", "share", or None (the shell wires it to the other coordinators).
+        self.other_group_type: Callable[[str], str | None] | None = None
+        # Called once a GroupMetadata tombstone (an empty classic group converted) is durable.
+        self.on_classic_converted: Callable[[str], None] | None = None
+
+    # == records ================================================================================
+    def _commit(self, group_id: str, records: list[GroupRecord], now_ms: int) -> None:
+        """Write the records (StoreError if that fails: nothing changed), then apply them."""
+        if not records:
+            return
+        encoded = [encode_key(GroupKey(key["group_id"])) if kind is GroupRecordType.GROUP_METADATA else None
+                   for kind, key, _value in records]
+        self.store.write(group_id, [(k, None) if k is not None else encode_group_record(kind, key, value)
+                                    for k, (kind, key, value) in zip(encoded, records, strict=True)], now_ms)
+        for record in records:
+            if record[0] is GroupRecordType.GROUP_METADATA:
+                if self.on_classic_converted is not None:
+                    self.on_classic_converted(group_id)
+            else:
+                replay(self.groups, record, now_ms)
+
+    def load(self, records: Iterable[GroupRecord], now_ms: int) -> None:
+        """Replay `__consumer_offsets` records after a restart; members get a fresh session (Kafka's onLoaded)."""
+        for record in records:
+            try:
+                replay(self.groups, record, now_ms)
+            except (RuntimeError, KeyError, ValueError) as exc:
+                log.warning("skipping a consumer group record: %s", exc)
+        for group in self.groups.values():
+            group.request_metadata_refresh()
+            for member in group.members.values():
+                self._schedule_session(group.group_id, member.member_id, now_ms)
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance(group.group_id, member, now_ms)
+
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        """Forget the groups of a `__consumer_offsets` partition led elsewhere now; returns how many."""
+        gone = [gid for gid in self.groups if belongs(gid)]
+        for gid in gone:
+            for member_id in self.groups.pop(gid).members:
+                self._cancel_timers(gid, member_id)
+        return len(gone)
+
+    # == topics =================================================================================
+    def on_topics_changed(self, changed: Iterable[str], created: bool) -> None:
+        """Topics were created, deleted or grew: groups subscribed to them recompute their metadata hash at
+        the next heartbeat; a new topic may match regular expressions (Kafka's onNewMetadataImage)."""
+        self.topics_version += 1
+        if created:
+            self.version_with_new_topics = self.topics_version
+        names = set(changed)
+        for group in self.groups.values():
+            if any(group.is_subscribed_to(name) for name in names) or created:
+                group.request_metadata_refresh()
+
+    def _metadata_hash(self, subscribed: Mapping[str, SubscriptionCount]) -> int:
+        """A hash of the subscribed topics' ids and partition counts: a change bumps the group epoch. (Kafka
+        hashes more, with its own function; only equality matters.)"""
+        digest = hashlib.blake2b(digest_size=8)
+        for name in sorted(subscribed):
+            topic_id = self.topics.topic_id(name)
+            if topic_id is None:
+                continue
+            digest.update(name.encode() + b"\0" + topic_id.bytes + struct.pack(">i",
+                                                                                 self.topics.partition_count(topic_id)))
+        value = struct.unpack(">q", digest.digest())[0]
+        return value if subscribed else 0
+
+    # == ConsumerGroupHeartbeat ==================================================================
+    def heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+                  rack_id: str | None, rebalance_timeout_ms: int, subscribed_topic_names: list[str] | None,
+                  subscribed_topic_regex: str | None, server_assignor: str | None,
+                  topic_partitions: list[Mapping[str, object]] | None, client_id: str, client_host: str,
+                  api_version: int, now_ms: int) -> HeartbeatResult:
+        try:
+            self._validate_request(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                                   subscribed_topic_names, subscribed_topic_regex, server_assignor,
+                                   topic_partitions, api_version)
+            if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(group_id, instance_id, member_id, member_epoch, now_ms)
+            return self._heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                                   subscribed_topic_names, subscribed_topic_regex, server_assignor,
+                                   _topic_partitions(topic_partitions), client_id, client_host, now_ms)
+        except GroupError as exc:
+            return HeartbeatResult(exc.error, exc.message)
+        except StoreError as exc:
+            log.error("group %s: storing records failed: %s", group_id, exc)
+            return HeartbeatResult(exc.error, str(exc))
+
+    def _validate_request(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+                          rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None,
+                          regex: str | None, assignor: str | None, owned: list[Mapping[str, object]] | None,
+                          api_version: int) -> None:
+        """Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        def blank(value: str | None) -> bool:
+            return value is not None and not value.strip()
+
+        if (api_version >= _CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or member_epoch > 0
+                or member_epoch == LEAVE_GROUP_MEMBER_EPOCH) and blank(member_id):
+            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        if blank(group_id) or group_id is None:
+            raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if blank(instance_id):
+            raise GroupError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
+        if blank(rack_id):
+            raise GroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+        if member_epoch == 0:
+            if rebalance_timeout_ms == -1:
+                raise GroupError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            if owned is None or owned:
+                raise GroupError(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+            if names is None and regex is None:
+                raise GroupError(ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex "
+                                 "must be non-null when (re-)joining.")
+        elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if instance_id is None:
+                raise GroupError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
+        elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if assignor is not None and assignor not in self.config.assignors:
+            raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported. "
+                             f"Supported assignors: {', '.join(self.config.assignors)}.")
+
+    def _group_for_heartbeat(self, group_id: str, create: bool, records: list[GroupRecord],
+                             now_ms: int) -> ConsumerGroup:
+        """Kafka's getOrMaybeCreateConsumerGroup."""
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        other = self.other_group_type(group_id) if self.other_group_type is not None else None
+        if other is None or other == "simple":
+            if not create:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            return ConsumerGroup(group_id, now_ms)
+        if other == "classic-empty" and create:
+            # An empty classic group becomes a consumer group: its metadata goes, its offsets stay.
+            records.append((GroupRecordType.GROUP_METADATA, {"group_id": group_id}, None))
+            log.info("[GroupId %s] Converted the empty classic group to a consumer group.", group_id)
+            return ConsumerGroup(group_id, now_ms)
+        if other.startswith("classic") and create:
+            if self.config.migration_policy not in ("bidirectional", "upgrade"):
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to "
+                                 "consumer group because online upgrade is disabled.")
+            # Online upgrade of a classic group with members needs classic members in a consumer group
+            # (KIP-848 mixed membership), which this coordinator does not implement.
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer "
+                             "group while it has members: the online upgrade is not supported by this broker.")
+        raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+                   rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None, regex: str | None,
+                   assignor: str | None, owned: dict[uuid.UUID, frozenset[int]] | None, client_id: str,
+                   client_host: str, now_ms: int) -> HeartbeatResult:
+        records: list[GroupRecord] = []
+        create = member_epoch == 0
+        group = self._group_for_heartbeat(group_id, create, records, now_ms)
+        if len(group.members) >= self.config.max_size and (not member_id or member_id not in group.members):
+            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                             f"capacity of {self.config.max_size} members.")
+        if not member_id:
+            member_id = str(uuid.uuid4())
+        if instance_id is None:
+            member = self._dynamic_member(group, member_id, member_epoch, owned, create)
+        else:
+            member = self._static_member(group, member_id, member_epoch, instance_id, owned, create, records)
+
+        updated = member.replace(
+            instance_id=instance_id if instance_id is not None else member.instance_id,
+            rack_id=rack_id if rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            server_assignor=assignor if assignor is not None else member.server_assignor,
+            subscribed_topic_names=tuple(sorted(set(names))) if names is not None else member.subscribed_topic_names,
+            subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
+            client_id=client_id, client_host=client_host)
+
+        bump = group.group_epoch == 0
+        if not updated.subscription_equals(member) or member_id not in group.members:
+            records.append(member_subscription_record(group_id, updated))
+            if updated.subscribed_topic_names != member.subscribed_topic_names:
+                bump = True
+        regex_bump, refresh = self._regex_update(group, member, updated, records, now_ms)
+        bump |= regex_bump
+
+        group_epoch = group.group_epoch
+        sub_type = group.subscription_type
+        if bump or group.metadata_expired(now_ms):
+            group_epoch, sub_type = self._update_subscription_metadata(group, bump, member, updated, records, now_ms)
+
+        if group_epoch > group.assignment_epoch:
+            target = self._update_target_assignment(group, group_epoch, member, updated, sub_type, records)
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.assignment_epoch
+            target = group.target_of(updated.member_id, updated.instance_id)
+
+        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
+        self._commit(group_id, records, now_ms)
+        self._after_reconcile(group_id, updated if reconciled is None else reconciled, reconciled is not None,
+                              now_ms)
+        final = reconciled if reconciled is not None else updated
+        self._schedule_session(group_id, member_id, now_ms)
+        if refresh:
+            self._refresh_regexes(group_id, now_ms)
+
+        full = rebalance_timeout_ms != -1 and (names is not None or regex is not None) and owned is not None
+        send_assignment = member_epoch == 0 or full or final.assigned_partitions != member.assigned_partitions
+        return HeartbeatResult(ErrorCode.NONE, None, final.member_id, final.member_epoch,
+                               self.config.heartbeat_interval_ms,
+                               final.assigned_partitions if send_assignment else None)
+
+    def _dynamic_member(self, group: ConsumerGroup, member_id: str, epoch: int,
+                        owned: dict[uuid.UUID, frozenset[int]] | None, create: bool) -> ConsumerGroupMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if not create:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group {group.group_id}.")
+            member = ConsumerGroupMember(member_id)
+            log.info("[GroupId %s] Member %s joins the consumer group using the consumer protocol.",
+                     group.group_id, member_id)
+        self._check_epoch(member, epoch, owned)
+        return member
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str,
+                       owned: dict[uuid.UUID, frozenset[int]] | None, create: bool,
+                       records: list[GroupRecord]) -> ConsumerGroupMember:
+        existing = group.static_member(instance_id)
+        if create:
+            if existing is None:
+                member = group.members.get(member_id) or ConsumerGroupMember(member_id)
+                log.info("[GroupId %s] Static member %s with instance id %s joins the consumer group.",
+                         group.group_id, member_id, instance_id)
+                return member
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                 f"Static member {member_id} with instance id {instance_id} cannot join the group "
+                                 f"because the instance id is owned by {existing.member_id} member.")
+            # The instance came back under a new member id: it takes the old member's place and assignment.
+            new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records += member_tombstones(group.group_id, existing.member_id)
+            records.append(member_subscription_record(group.group_id, new))
+            records.append(target_assignment_record(group.group_id, member_id,
+                                                    group.target_assignment.get(existing.member_id, {})))
+            records.append(current_assignment_record(group.group_id, new))
+            self._cancel_timers(group.group_id, existing.member_id)
+            log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group as %s, "
+                     "replacing %s.", group.group_id, instance_id, member_id, existing.member_id)
+            return new
+        if existing is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                             f"{instance_id} was fenced by member {existing.member_id}.")
+        self._check_epoch(existing, epoch, owned)
+        return existing
+
+    @staticmethod
+    def _check_epoch(member: ConsumerGroupMember, received: int,
+                     owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a member one epoch behind that owns no more than
+        it was given lost a response and is let through."""
+        if received > member.member_epoch:
+            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
+                             f"({received}) than the one known by the group coordinator ({member.member_epoch}). "
+                             "The member must abandon all its partitions and rejoin.")
+        if received < member.member_epoch:
+            subset = owned is not None and all(
+                parts <= member.assigned_partitions.get(topic_id, frozenset()) for topic_id, parts in owned.items())
+            if received != member.previous_member_epoch or not subset:
+                raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member "
+                                 f"epoch ({received}) than the one known by the group coordinator "
+                                 f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+
+    # -- regular expressions ------------------------------------------------------------------
+    def _regex_update(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                      records: list[GroupRecord], now_ms: int) -> tuple[bool, bool]:
+        """Kafka's maybeUpdateRegularExpressions: (bump the group epoch, refresh the regexes after this)."""
+        old, new = member.subscribed_topic_regex or None, updated.subscribed_topic_regex or None
+        bump = refresh = False
+        if old != new:
+            if old is not None and group.num_subscribed_members(old) == 1:
+                records.append(tombstone(GroupRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, group.group_id,
+                                         regular_expression=old))
+            if new is not None:
+                if group.num_subscribed_members(new) == 0:
+                    try:
+                        compile_regex(new)
+                    except InvalidRegex as exc:
+                        raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
+                    refresh = True
+                else:
+                    bump = new in group.resolved_regexes
+            elif old is not None:
+                bump = True
+        if not refresh and not group.subscribed_regexes:
+            return bump, False
+        last = max((r.timestamp_ms for r in group.resolved_regexes.values()), default=-(2**63))
+        if now_ms <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return bump, False
+        regexes = group.subscribed_regexes_after(member, updated)
+        refresh |= len(regexes) != len(group.resolved_regexes)
+        version = max((r.version for r in group.resolved_regexes.values()), default=0)
+        refresh |= version < self.version_with_new_topics
+        refresh |= now_ms > last + self.config.regex_refresh_interval_ms
+        return bump, refresh and bool(regexes)
+
+    def _refresh_regexes(self, group_id: str, now_ms: int) -> None:
+        """Resolve the group's regexes against the topics (Kafka does it in its executor, then
+        handleRegularExpressionsResult); a change of the topics they match bumps the group epoch."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        names = self.topics.topic_names()
+        records: list[GroupRecord] = []
+        bump = False
+        subscribed = group.subscribed_topics_after(None, None)
+        for regex in list(group.subscribed_regexes):
+            resolved = ResolvedRegex(matching_topics(regex, names), self.topics_version, now_ms)
+            old = group.resolved_regexes.get(regex)
+            old_topics = old.topics if old is not None else frozenset()
+            if old_topics != resolved.topics:
+                bump = True
+                for name in old_topics:
+                    subscribed[name].by_regex -= 1
+                for name in resolved.topics:
+                    subscribed.setdefault(name, SubscriptionCount()).by_regex += 1
+            records.append(regex_record(group_id, regex, resolved))
+        metadata_hash = self._metadata_hash({n: c for n, c in subscribed.items() if c.by_name > 0 or c.by_regex > 0})
+        if bump or metadata_hash != group.metadata_hash:
+            records.append(epoch_record(group_id, group.group_epoch + 1, metadata_hash))
+            self.rebalances += 1
+        try:
+            self._commit(group_id, records, now_ms)
+        except StoreError as exc:
+            log.error("group %s: storing the resolved regular expressions failed: %s", group_id, exc)
+            return
+        group.metadata_refresh_deadline_ms = now_ms + METADATA_REFRESH_INTERVAL_MS
+        group.metadata_refresh_epoch = group.group_epoch
+
+    # -- subscription metadata and target assignment -------------------------------------------
+    def _update_subscription_metadata(self, group: ConsumerGroup, bump: bool, member: ConsumerGroupMember,
+                                      updated: ConsumerGroupMember, records: list[GroupRecord],
+                                      now_ms: int) -> tuple[int, SubscriptionType]:
+        regexes = group.subscribed_regexes_after(member, updated)
+        subscribed = group.subscribed_topics_after(member if member.member_id in group.members else None, updated)
+        metadata_hash = self._metadata_hash(subscribed)
+        members = len(group.members)
+        if updated.member_id not in group.members and group.static_member(updated.instance_id) is None:
+            members += 1
+        sub_type = subscription_type(regexes, subscribed, members)
+        epoch = group.group_epoch
+        if metadata_hash != group.metadata_hash:
+            bump = True
+        if bump:
+            epoch += 1
+            records.append(epoch_record(group.group_id, epoch, metadata_hash))
+            self.rebalances += 1
+            log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, epoch)
+        group.metadata_refresh_deadline_ms = now_ms + METADATA_REFRESH_INTERVAL_MS
+        group.metadata_refresh_epoch = epoch
+        if group.has_subscription_metadata_record:
+            records.append(tombstone(GroupRecordType.CONSUMER_GROUP_PARTITION_METADATA, group.group_id))
+        return epoch, sub_type
+
+    def _member_spec(self, group: ConsumerGroup, member: ConsumerGroupMember, assignment: Assignment) -> MemberSpec:
+        names = set(member.subscribed_topic_names)
+        regex = member.subscribed_topic_regex
+        if regex:
+            resolved = group.resolved_regexes.get(regex)
+            if resolved is not None:
+                names |= resolved.topics
+        ids = frozenset(tid for tid in (self.topics.topic_id(n) for n in names) if tid is not None)
+        return MemberSpec(ids, assignment, member.instance_id, member.rack_id)
+
+    def _update_target_assignment(self, group: ConsumerGroup, epoch: int, member: ConsumerGroupMember,
+                                  updated: ConsumerGroupMember, sub_type: SubscriptionType,
+                                  records: list[GroupRecord]) -> Assignment:
+        counts = group.assignors_after(member if member.member_id in group.members else None, updated)
+        name = group.preferred_assignor(counts) or self.config.assignors[0] or DEFAULT_ASSIGNOR
+        specs = {mid: self._member_spec(group, m, group.target_assignment.get(mid, {}))
+                 for mid, m in group.members.items()}
+        assignment = group.target_assignment.get(updated.member_id, {})
+        previous = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
+        if previous is not None and previous != updated.member_id:
+            assignment = group.target_assignment.get(previous, {})
+            specs.pop(previous, None)
+        specs[updated.member_id] = self._member_spec(group, updated, assignment)
+        spec = GroupSpec(specs, sub_type, {k: v for k, v in group.partition_owners.items() if v in specs})
+        try:
+            result = ASSIGNORS[name].assign(spec, self.topics.partition_count)
+        except PartitionAssignorError as exc:
+            raise GroupError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"Failed to compute a new target assignment for epoch {epoch}: {exc}") from None
+        for mid in specs:
+            new = {tid: frozenset(parts) for tid, parts in result.get(mid, {}).items() if parts}
+            old = group.target_assignment.get(mid)
+            if old is None or dict(old) != new:
+                records.append(target_assignment_record(group.group_id, mid, new))
+        records.append(target_epoch_record(group.group_id, epoch))
+        log.info("[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
+                 group.group_id, epoch, name)
+        return {tid: frozenset(parts) for tid, parts in result.get(updated.member_id, {}).items() if parts}
+
+    # -- reconciliation (Kafka's CurrentAssignmentBuilder) ---------------------------------------
+    def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int,
+                         target: Assignment, owned: dict[uuid.UUID, frozenset[int]] | None,
+                         records: list[GroupRecord]) -> ConsumerGroupMember | None:
+        """The member moved towards its target (None: unchanged), its new current assignment recorded."""
+        if member.is_reconciled_to(target_epoch):
+            return None
+        new = next_assignment(member, target_epoch, target, group.current_partition_epoch, owned)
+        if new.assignment_equals(member):
+            return None
+        records.append(current_assignment_record(group.group_id, new))
+        log.debug("[GroupId %s] Member %s: epoch %d, state %s, assigned %s, revoking %s", group.group_id,
+                  new.member_id, new.member_epoch, new.state.name, dict(new.assigned_partitions),
+                  dict(new.partitions_pending_revocation))
+        return new
+
+    def _after_reconcile(self, group_id: str, member: ConsumerGroupMember, changed: bool, now_ms: int) -> None:
+        if not changed:
+            return
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            self._schedule_rebalance(group_id, member, now_ms)
+        else:
+            self.timers.cancel((_REBALANCE, group_id, member.member_id))
+            self._rebalance_epochs.pop((group_id, member.member_id), None)
+
+    # == leaving and fencing =====================================================================
+    def _leave(self, group_id: str, instance_id: str | None, member_id: str, member_epoch: int,
+               now_ms: int) -> HeartbeatResult:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            log.info("[GroupId %s] Member %s left the consumer group.", group_id, member_id)
+            self._fence([member], group, now_ms)
+            return HeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch)
+        member = group.static_member(instance_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if member.member_id != member_id:
+            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                             f"{instance_id} was fenced by member {member.member_id}.")
+        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # A static member leaving for a while keeps its place (and target) until its session expires.
+            leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+            self._commit(group_id, [current_assignment_record(group_id, leaving)], now_ms)
+            log.info("[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
+                     group_id, member_id, instance_id)
+            return HeartbeatResult(ErrorCode.NONE, None, member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self._fence([member], group, now_ms)
+        return HeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch)
+
+    def _fence(self, members: list[ConsumerGroupMember], group: ConsumerGroup, now_ms: int) -> None:
+        """Kafka's consumerGroupFenceMembers: the members' records deleted, their regexes if nobody else
+        uses them, and the group epoch bumped so the others get a new target."""
+        if not members:
+            return
+        gid = group.group_id
+        records: list[GroupRecord] = []
+        for member in members:
+            records += member_tombstones(gid, member.member_id)
+        counts: dict[str, int] = {}
+        for member in members:
+            if member.subscribed_topic_regex:
+                counts[member.subscribed_topic_regex] = counts.get(member.subscribed_topic_regex, 0) + 1
+        deleted = [regex for regex, n in counts.items() if group.num_subscribed_members(regex) == n]
+        records += [tombstone(GroupRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, gid, regular_expression=r)
+                    for r in deleted]
+        subscribed = group.subscribed_topics_without(members, deleted)
+        records.append(epoch_record(gid, group.group_epoch + 1, self._metadata_hash(subscribed)))
+        self.rebalances += 1
+        self._commit(gid, records, now_ms)
+        for member in members:
+            self._cancel_timers(gid, member.member_id)
+
+    def _fence_by_timer(self, group_id: str, member_id: str, reason: str, now_ms: int) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
+        group.events.append((now_ms, f"member {member_id} fenced: {reason}"))
+        try:
+            self._fence([member], group, now_ms)
+        except StoreError as exc:
+            log.error("group %s: fencing member %s failed: %s; trying again later", group_id, member_id, exc)
+            self.timers.schedule((_SESSION, group_id, member_id), now_ms + 1_000)
+
+    # == timers ==================================================================================
+    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
+        self.timers.schedule((_SESSION, group_id, member_id), now_ms + self.config.session_timeout_ms)
+
+    def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
+        self.timers.schedule((_REBALANCE, group_id, member.member_id), now_ms + max(member.rebalance_timeout_ms, 0))
+        self._rebalance_epochs[(group_id, member.member_id)] = member.member_epoch
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timers.cancel((_SESSION, group_id, member_id))
+        self.timers.cancel((_REBALANCE, group_id, member_id))
+        self._rebalance_epochs.pop((group_id, member_id), None)
+
+    def next_deadline(self) -> int | None:
+        return self.timers.next_deadline()
+
+    def tick(self, now_ms: int) -> None:
+        while (key := self.timers.pop_expired(now_ms)) is not None:
+            kind, group_id, member_id = key
+            if kind == _SESSION:
+                self._fence_by_timer(group_id, member_id, "the member session expired", now_ms)
+            else:
+                epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+                group = self.groups.get(group_id)
+                member = group.members.get(member_id) if group is not None else None
+                if member is not None and member.member_epoch == epoch:
+                    self._fence_by_timer(group_id, member_id, f"it failed to transition from epoch {epoch} "
+                                         f"within {member.rebalance_timeout_ms}ms", now_ms)
+
+    # == describe, list, delete ==================================================================
+    def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
+        out = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                other = self.other_group_type(group_id) if self.other_group_type is not None else None
+                message = f"Group {group_id} is not a consumer group." if other not in (None, "simple") \
+                    else f"Group {group_id} not found."
+                out.append(DescribedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
+                continue
+            out.append(DescribedGroup(
+                group_id, state=group.state.value, group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor=group.preferred_assignor() or self.config.assignors[0],
+                members=[DescribedMember(m, group.target_assignment.get(mid, {}))
+                         for mid, m in group.members.items()]))
+        return out
+
+    def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
+        """The group's records (DeleteGroups on an Empty consumer group; its offsets are the caller's)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state is not ConsumerGroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        try:
+            self._commit(group_id, group_tombstones(group), now_ms)
+        except StoreError as exc:
+            return exc.error
+        return ErrorCode.NONE
+
+    # == offsets: the member epoch checks ========================================================
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
+                               transactional: bool, api_version: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit; NONE when the group is not a consumer group."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None or (member_id is None and member_epoch < 0):
+            return ErrorCode.NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+
+def next_assignment(member: ConsumerGroupMember, target_epoch: int, target: Assignment,
+                    partition_epoch: Callable[[uuid.UUID, int], int],
+                    owned: Mapping[uuid.UUID, frozenset[int]] | None) -> ConsumerGroupMember:
+    """Kafka's CurrentAssignmentBuilder.build: the member's next step towards its target. Partitions it must
+    give up are revoked first (it stays in its epoch, UNREVOKED_PARTITIONS, until it reports them gone);
+    partitions another member still owns are not given yet (UNRELEASED_PARTITIONS)."""
+    def owns_any(revoking: Mapping[uuid.UUID, frozenset[int]]) -> bool:
+        if owned is None:
+            return True
+        return any(parts & revoking.get(topic_id, frozenset()) for topic_id, parts in owned.items())
+
+    def compute(epoch: int, assigned: Mapping[uuid.UUID, frozenset[int]]) -> ConsumerGroupMember:
+        unreleased = False
+        new_assigned: dict[uuid.UUID, frozenset[int]] = {}
+        revoking: dict[uuid.UUID, frozenset[int]] = {}
+        pending: dict[uuid.UUID, frozenset[int]] = {}
+        for topic_id in set(target) | set(assigned):
+            want = target.get(topic_id, frozenset())
+            have = assigned.get(topic_id, frozenset())
+            keep = have & want
+            revoke = have - keep
+            mine = member.partitions_pending_revocation.get(topic_id, frozenset())
+            add = set()
+            for partition in want - keep:
+                if partition_epoch(topic_id, partition) != -1 and partition not in mine:
+                    unreleased = True
+                else:
+                    add.add(partition)
+            if keep:
+                new_assigned[topic_id] = keep
+            if revoke:
+                revoking[topic_id] = revoke
+            if add:
+                pending[topic_id] = frozenset(add)
+        if revoking and owns_any(revoking):
+            return member.replace(state=MemberState.UNREVOKED_PARTITIONS, assigned_partitions=new_assigned,
+                                  partitions_pending_revocation=revoking).with_epoch(epoch)
+        for topic_id, parts in pending.items():
+            new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | parts
+        state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+        return member.replace(state=state, assigned_partitions=new_assigned,
+                              partitions_pending_revocation={}).with_epoch(target_epoch)
+
+    if member.state is MemberState.STABLE:
+        if member.member_epoch != target_epoch:
+            return compute(member.member_epoch, member.assigned_partitions)
+        return member
+    if member.state is MemberState.UNREVOKED_PARTITIONS:
+        if owns_any(member.partitions_pending_revocation):
+            return member
+        return compute(member.member_epoch + 1, member.assigned_partitions)
+    if member.state is MemberState.UNRELEASED_PARTITIONS:
+        return compute(member.member_epoch, member.assigned_partitions)
+    if owned is None or owned:
+        raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
+                         "The member must abandon all its partitions and rejoin.")
+    return compute(target_epoch, member.assigned_partitions)

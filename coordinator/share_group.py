@@ -1,0 +1,407 @@
+"""KIP-932 share groups as pure logic (Kafka 4.1's ShareGroup, ShareGroupMember and the share part of
+GroupMetadataManager): members join with ShareGroupHeartbeat, every member gets a target assignment from the
+`simple` assignor (several members may share a partition: the records, not the partitions, are divided), and a
+member takes its target at once (nothing to revoke). Session timeouts fence silent members.
+
+The group's epoch is kept in `__consumer_offsets` (ShareGroupMetadata) so that a restarted broker continues
+from it; the members are not (they rejoin after a restart, see README). Time is passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from coordinator.assignors import Assignment, GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType
+from coordinator.consumer_group_coordinator import GroupError, RecordStore, TopicsView
+from coordinator.group_coordinator import StoreError
+from coordinator.timers import KeyedTimers
+from protocol.header import ErrorCode
+from protocol.kafka4_group_records import GroupRecordType, encode_group_record
+
+log = logging.getLogger(__name__)
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+EVENTS_KEPT = 100
+
+
+class ShareGroupState(Enum):
+    """Kafka's ShareGroupState, with the names ListGroups and ShareGroupDescribe report."""
+
+    EMPTY = "Empty"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(slots=True)
+class ShareGroupMember:
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    assigned_partitions: Assignment = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareGroupMember] = field(default_factory=dict)
+    target_assignment: dict[str, Assignment] = field(default_factory=dict)
+    events: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=EVENTS_KEPT))
+    metadata_hash: int = 0
+
+    @property
+    def state(self) -> ShareGroupState:
+        return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+
+    def subscribed_topics(self) -> set[str]:
+        return {name for m in self.members.values() for name in m.subscribed_topic_names}
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatResult:
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 200
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+class SimpleAssignor:
+    """Kafka 4.1's SimpleAssignor for share groups: each member hashes onto one partition of its subscription,
+    current assignments stay where they can, the rest go round robin; with more members than partitions,
+    members share partitions."""
+
+    name = "simple"
+
+    def assign(self, spec: GroupSpec, partitions: Callable[[uuid.UUID], int]) -> dict[str, dict[uuid.UUID, set[int]]]:
+        if not spec.members:
+            return {}
+
+        def targets(topic_ids: Iterable[uuid.UUID]) -> list[tuple[uuid.UUID, int]]:
+            out = []
+            for topic_id in sorted(topic_ids, key=str):
+                count = partitions(topic_id)
+                if count == -1:
+                    raise PartitionAssignorError(f"Members are subscribed to topic {topic_id} which doesn't exist "
+                                                 "in the topic metadata.")
+                out += [(topic_id, p) for p in range(count)]
+            return out
+
+        def hashed(member_ids: Iterable[str], parts: list[tuple[uuid.UUID, int]],
+                   into: dict[tuple[uuid.UUID, int], list[str]]) -> None:
+            if parts:
+                for member_id in member_ids:
+                    # Java's Math.abs(hashCode % size): the remainder truncates, so this is |hash| mod size.
+                    index = abs(java_string_hash(member_id)) % len(parts)
+                    into.setdefault(parts[index], []).append(member_id)
+
+        current: dict[tuple[uuid.UUID, int], list[str]] = {}
+        for member_id, member in spec.members.items():
+            for topic_id, parts in member.assignment.items():
+                for p in parts:
+                    current.setdefault((topic_id, p), []).append(member_id)
+        member_ids = list(spec.members)
+        final: dict[str, set[tuple[uuid.UUID, int]]] = {m: set() for m in member_ids}
+        if spec.subscription_type is SubscriptionType.HOMOGENEOUS:
+            subscribed = spec.members[member_ids[0]].subscribed_topic_ids
+            target = targets(subscribed)
+            if not target:
+                return {}
+            desired = -(-len(target) // len(member_ids))
+            new: dict[tuple[uuid.UUID, int], list[str]] = {}
+            hashed(member_ids, target, new)
+            for tp, members in new.items():
+                for m in members:
+                    final[m].add(tp)
+            by_partition = {tp: set(ms) for tp, ms in new.items()}
+            for tp, members in current.items():
+                if tp[0] in subscribed and tp not in new:
+                    for m in members:
+                        if m in final and len(final[m]) < desired:
+                            final[m].add(tp)
+                            by_partition.setdefault(tp, set()).add(m)
+            unassigned = [tp for tp in target if tp not in by_partition]
+            eligible = list(member_ids)
+            i = 0
+            pending = list(unassigned)
+            while pending:
+                if not eligible:
+                    raise PartitionAssignorError("Inconsistent number of member IDs")
+                member = eligible[i % len(eligible)]
+                if len(final[member]) <= desired:
+                    final[member].add(pending.pop(0))
+                    i += 1
+                else:
+                    eligible.remove(member)
+        else:
+            subscriptions = {m: targets(spec.members[m].subscribed_topic_ids) for m in member_ids
+                             if spec.members[m].subscribed_topic_ids}
+            topic_members: dict[uuid.UUID, list[str]] = {}
+            for m, parts in subscriptions.items():
+                for topic_id, _ in parts:
+                    if m not in topic_members.setdefault(topic_id, []):
+                        topic_members[topic_id].append(m)
+            new = {}
+            for m, parts in subscriptions.items():
+                hashed([m], parts, new)
+            all_targets = list(dict.fromkeys(tp for parts in subscriptions.values() for tp in parts))
+            unassigned: dict[uuid.UUID, list[tuple[uuid.UUID, int]]] = {}
+            for tp in all_targets:
+                if tp not in new and tp not in current:
+                    unassigned.setdefault(tp[0], []).append(tp)
+            for topic_id, parts in unassigned.items():
+                members = topic_members[topic_id]
+                for i, tp in enumerate(parts):
+                    new.setdefault(tp, []).append(members[i % len(members)])
+            for tp, members in new.items():
+                for m in members:
+                    final[m].add(tp)
+            for tp, members in current.items():
+                for m in members:
+                    if m in topic_members.get(tp[0], ()) and tp not in new:
+                        final[m].add(tp)
+        out: dict[str, dict[uuid.UUID, set[int]]] = {}
+        for member_id, tps in final.items():
+            assignment: dict[uuid.UUID, set[int]] = {}
+            for topic_id, p in tps:
+                assignment.setdefault(topic_id, set()).add(p)
+            out[member_id] = assignment
+        return out
+
+
+# Timer keys: ("share-session", group id, member id)
+_SESSION = "share-session"
+
+
+class ShareGroupCoordinator:
+    def __init__(self, config: ShareGroupConfig, store: RecordStore, topics: TopicsView) -> None:
+        self.config = config
+        self.store = store
+        self.topics = topics
+        self.groups: dict[str, ShareGroup] = {}
+        self.timers: KeyedTimers[tuple[str, str, str]] = KeyedTimers()
+        self.assignor = SimpleAssignor()
+        self.other_group_type: Callable[[str], str | None] | None = None
+        # Called with (group id, member id) when a member leaves or is fenced: its acquired records go back.
+        self.on_member_gone: Callable[[str, str], None] | None = None
+
+    # == records ================================================================================
+    def _store_epoch(self, group: ShareGroup, epoch: int, now_ms: int) -> None:
+        key, value = encode_group_record(GroupRecordType.SHARE_GROUP_METADATA, {"group_id": group.group_id},
+                                         {"epoch": epoch, "metadata_hash": group.metadata_hash})
+        self.store.write(group.group_id, [(key, value)], now_ms)
+
+    def load(self, records: Iterable[tuple[GroupRecordType, Mapping[str, object], Mapping[str, object] | None]],
+             now_ms: int) -> None:
+        for kind, key, value in records:
+            if kind is not GroupRecordType.SHARE_GROUP_METADATA:
+                continue
+            group_id = str(key["group_id"])
+            if value is None:
+                self.groups.pop(group_id, None)
+            else:
+                group = self.groups.setdefault(group_id, ShareGroup(group_id))
+                group.group_epoch = int(value["epoch"])  # type: ignore[arg-type]
+                group.assignment_epoch = group.group_epoch
+
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        gone = [gid for gid in self.groups if belongs(gid)]
+        for gid in gone:
+            for member_id in self.groups.pop(gid).members:
+                self.timers.cancel((_SESSION, gid, member_id))
+        return len(gone)
+
+    # == ShareGroupHeartbeat =====================================================================
+    def heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed_topic_names: list[str] | None, client_id: str, client_host: str,
+                  now_ms: int) -> ShareHeartbeatResult:
+        try:
+            self._validate(group_id, member_id, member_epoch, subscribed_topic_names)
+            if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+                return self._leave(group_id, member_id, now_ms)
+            return self._heartbeat(group_id, member_id, member_epoch, rack_id, subscribed_topic_names, client_id,
+                                   client_host, now_ms)
+        except GroupError as exc:
+            return ShareHeartbeatResult(exc.error, exc.message)
+        except StoreError as exc:
+            return ShareHeartbeatResult(exc.error, str(exc))
+
+    @staticmethod
+    def _validate(group_id: str, member_id: str, epoch: int, names: list[str] | None) -> None:
+        """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid."""
+        if not member_id or not member_id.strip():
+            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        if not group_id or not group_id.strip():
+            raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if epoch == 0:
+            if not names:
+                raise GroupError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        elif epoch < LEAVE_GROUP_MEMBER_EPOCH:
+            raise GroupError(ErrorCode.INVALID_REQUEST, f"MemberEpoch is {epoch}, but must be greater than or "
+                             "equal to -1.")
+
+    def _heartbeat(self, group_id: str, member_id: str, epoch: int, rack_id: str | None, names: list[str] | None,
+                   client_id: str, client_host: str, now_ms: int) -> ShareHeartbeatResult:
+        group = self.groups.get(group_id)
+        if group is None:
+            other = self.other_group_type(group_id) if self.other_group_type is not None else None
+            if other not in (None, "simple"):
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+            if epoch != 0:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            group = ShareGroup(group_id)
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+                                 f"{group_id}.")
+            if len(group.members) >= self.config.max_size:
+                raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum "
+                                 f"capacity of {self.config.max_size} members.")
+            member = ShareGroupMember(member_id)
+        elif epoch > member.member_epoch or (epoch < member.member_epoch and epoch != member.previous_member_epoch):
+            relation = "greater" if epoch > member.member_epoch else "smaller"
+            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a {relation} member "
+                             f"epoch ({epoch}) than the one known by the "
+                             f"group coordinator ({member.member_epoch}). The member must abandon all its "
+                             "partitions and rejoin.")
+        new_names = tuple(sorted(set(names))) if names is not None else member.subscribed_topic_names
+        joining = member_id not in group.members
+        changed = joining or new_names != member.subscribed_topic_names
+        before = dict(member.assigned_partitions)
+        group_epoch = group.group_epoch
+        metadata_changed = self._metadata_changed(group, new_names, member_id)
+        if changed or group.group_epoch == 0 or metadata_changed:
+            group_epoch += 1
+            self._store_epoch(group, group_epoch, now_ms)  # StoreError: nothing changed
+            group.events.append((now_ms, f"group epoch {group_epoch}: member {member_id} "
+                                         f"{'joined' if joining else 'changed its subscription'}"))
+        if member_id not in self.groups.get(group_id, group).members:
+            log.info("[GroupId %s] Member %s joins the share group.", group_id, member_id)
+        self.groups[group_id] = group
+        member.rack_id = rack_id if rack_id is not None else member.rack_id
+        member.client_id, member.client_host = client_id, client_host
+        member.subscribed_topic_names = new_names
+        group.members[member_id] = member
+        if group_epoch > group.assignment_epoch:
+            self._assign(group, group_epoch, now_ms)
+        target = group.target_assignment.get(member_id, {})
+        if member.member_epoch != group.assignment_epoch or member.assigned_partitions != target:
+            # A share group member takes its target at once: partitions are shared, nothing to revoke.
+            member.previous_member_epoch, member.member_epoch = member.member_epoch, group.assignment_epoch
+            member.assigned_partitions = target
+        self.timers.schedule((_SESSION, group_id, member_id), now_ms + self.config.session_timeout_ms)
+        send = epoch == 0 or member.assigned_partitions != before
+        return ShareHeartbeatResult(ErrorCode.NONE, None, member_id, member.member_epoch,
+                                    self.config.heartbeat_interval_ms, member.assigned_partitions if send else None)
+
+    def _metadata_changed(self, group: ShareGroup, names: tuple[str, ...], member_id: str) -> bool:
+        topics = set(group.subscribed_topics()) | set(names)
+        signature = hash(tuple(sorted((n, self.topics.partition_count(tid)) for n in topics
+                                      if (tid := self.topics.topic_id(n)) is not None)))
+        if signature != group.metadata_hash:
+            group.metadata_hash = signature
+            return True
+        return False
+
+    def _assign(self, group: ShareGroup, epoch: int, now_ms: int) -> None:
+        specs = {}
+        for member_id, member in group.members.items():
+            ids = frozenset(tid for tid in (self.topics.topic_id(n) for n in member.subscribed_topic_names)
+                            if tid is not None)
+            specs[member_id] = MemberSpec(ids, group.target_assignment.get(member_id, {}))
+        subscriptions = {spec.subscribed_topic_ids for spec in specs.values()}
+        sub_type = SubscriptionType.HOMOGENEOUS if len(subscriptions) <= 1 else SubscriptionType.HETEROGENEOUS
+        try:
+            result = self.assignor.assign(GroupSpec(specs, sub_type), self.topics.partition_count)
+        except PartitionAssignorError as exc:
+            raise GroupError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                             f"epoch {epoch}: {exc}") from None
+        group.target_assignment = {m: {t: frozenset(p) for t, p in result.get(m, {}).items() if p}
+                                   for m in group.members}
+        group.group_epoch = group.assignment_epoch = epoch
+
+    def _leave(self, group_id: str, member_id: str, now_ms: int) -> ShareHeartbeatResult:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+        if member_id not in group.members:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        log.info("[GroupId %s] Member %s left the share group.", group_id, member_id)
+        self._remove(group, member_id, now_ms, "left")
+        return ShareHeartbeatResult(ErrorCode.NONE, None, member_id, LEAVE_GROUP_MEMBER_EPOCH)
+
+    def _remove(self, group: ShareGroup, member_id: str, now_ms: int, why: str) -> None:
+        epoch = group.group_epoch + 1
+        self._store_epoch(group, epoch, now_ms)
+        group.members.pop(member_id, None)
+        group.target_assignment.pop(member_id, None)
+        group.events.append((now_ms, f"group epoch {epoch}: member {member_id} {why}"))
+        self.timers.cancel((_SESSION, group.group_id, member_id))
+        self._assign(group, epoch, now_ms)
+        if self.on_member_gone is not None:
+            self.on_member_gone(group.group_id, member_id)
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    # == timers ==================================================================================
+    def next_deadline(self) -> int | None:
+        return self.timers.next_deadline()
+
+    def tick(self, now_ms: int) -> None:
+        while (key := self.timers.pop_expired(now_ms)) is not None:
+            _kind, group_id, member_id = key
+            group = self.groups.get(group_id)
+            if group is None or member_id not in group.members:
+                continue
+            log.info("[GroupId %s] Member %s fenced from the group because the member session expired.",
+                     group_id, member_id)
+            try:
+                self._remove(group, member_id, now_ms, "fenced: the member session expired")
+            except StoreError as exc:
+                log.error("share group %s: fencing %s failed: %s; trying again later", group_id, member_id, exc)
+                self.timers.schedule(key, now_ms + 1_000)
+
+    # == admin ===================================================================================
+    def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        key, _ = encode_group_record(GroupRecordType.SHARE_GROUP_METADATA, {"group_id": group_id}, None)
+        try:
+            self.store.write(group_id, [(key, None)], now_ms)
+        except StoreError as exc:
+            return exc.error
+        del self.groups[group_id]
+        return ErrorCode.NONE

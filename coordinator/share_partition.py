@@ -1,0 +1,224 @@
+"""One topic partition as a share group consumes it (KIP-932, Kafka 4.1's SharePartition): which records are
+in flight, who holds them and until when, how often each was delivered, and the share-partition start offset
+(SPSO) below which everything is done.
+
+A record moves AVAILABLE -> ACQUIRED (a ShareFetch hands it to one member, under a lock of
+`group.share.record.lock.duration.ms`) -> ACKNOWLEDGED (ACCEPT) or ARCHIVED (REJECT), or back to AVAILABLE
+(RELEASE, the lock expiring, the member leaving). Every acquisition counts a delivery; a record released after
+its `group.share.delivery.count.limit`-th delivery is ARCHIVED instead of offered again. The start offset moves
+past the records at its front that are ACKNOWLEDGED or ARCHIVED; the end offset is the next offset never
+acquired. Pure logic: time comes in as `now_ms`; the shell persists `snapshot()` (the `__share_group_state`
+ShareSnapshot value) and reads records from the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from protocol.header import ErrorCode
+
+
+class RecordState(Enum):
+    """Kafka's RecordState; the value is the DeliveryState byte of `__share_group_state`."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(Enum):
+    """ShareFetch/ShareAcknowledge AcknowledgeTypes."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+
+
+@dataclass(slots=True)
+class InFlight:
+    state: RecordState = RecordState.AVAILABLE
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A run of offsets with the same state and delivery count, as `__share_group_state` keeps them."""
+
+    first_offset: int
+    last_offset: int
+    state: RecordState
+    delivery_count: int
+
+
+class SharePartition:
+    def __init__(self, start_offset: int, *, lock_duration_ms: int = 30_000, delivery_count_limit: int = 5,
+                 max_in_flight: int = 2_000) -> None:
+        self.start_offset = start_offset
+        self.end_offset = start_offset  # the next offset never acquired
+        self.lock_duration_ms = lock_duration_ms
+        self.delivery_count_limit = delivery_count_limit
+        self.max_in_flight = max_in_flight
+        self.in_flight: dict[int, InFlight] = {}  # offsets in [start_offset, end_offset) not done yet
+
+    # -- state --------------------------------------------------------------------------------------------
+    @classmethod
+    def from_snapshot(cls, start_offset: int, batches: Iterable[StateBatch], **config: int) -> SharePartition:
+        """Rebuild from the persisted state: what was acquired is offered again (locks do not survive)."""
+        partition = cls(start_offset, **config)
+        for batch in batches:
+            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
+                state = RecordState.AVAILABLE if batch.state is RecordState.ACQUIRED else batch.state
+                partition.in_flight[offset] = InFlight(state, batch.delivery_count)
+                partition.end_offset = max(partition.end_offset, offset + 1)
+        partition._advance_start()
+        return partition
+
+    def snapshot(self) -> list[StateBatch]:
+        """The in-flight state as runs of equal (state, delivery count); acquired records are kept as
+        available (a restart ends every lock), with the deliveries they already had."""
+        batches: list[StateBatch] = []
+        for offset in sorted(self.in_flight):
+            record = self.in_flight[offset]
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            last = batches[-1] if batches else None
+            if last is not None and last.last_offset == offset - 1 and last.state is state \
+                    and last.delivery_count == record.delivery_count:
+                batches[-1] = StateBatch(last.first_offset, offset, state, record.delivery_count)
+            else:
+                batches.append(StateBatch(offset, offset, state, record.delivery_count))
+        return batches
+
+    def reset_start(self, offset: int) -> None:
+        """A new start offset (share.auto.offset.reset at initialization, AlterShareGroupOffsets, or records
+        deleted below it): everything before it is forgotten."""
+        self.in_flight = {o: r for o, r in self.in_flight.items() if o >= offset}
+        self.start_offset = offset
+        self.end_offset = max(self.end_offset, offset)
+        self._advance_start()
+
+    # -- ShareFetch ---------------------------------------------------------------------------------------
+    def acquire(self, member_id: str, high_watermark: int, max_records: int, now_ms: int) -> list[AcquiredRange]:
+        """Hand records to a member: available in-flight ones first (redeliveries), then new ones below the
+        high watermark, at most `max_records` and within the in-flight limit."""
+        if high_watermark < self.start_offset:
+            return []
+        acquired: list[int] = []
+        for offset in sorted(self.in_flight):
+            if len(acquired) >= max_records:
+                break
+            if self.in_flight[offset].state is RecordState.AVAILABLE:
+                acquired.append(offset)
+        while len(acquired) < max_records and self.end_offset < high_watermark \
+                and len(self.in_flight) < self.max_in_flight:
+            self.in_flight[self.end_offset] = InFlight()
+            acquired.append(self.end_offset)
+            self.end_offset += 1
+        ranges: list[AcquiredRange] = []
+        for offset in sorted(acquired):
+            record = self.in_flight[offset]
+            record.state = RecordState.ACQUIRED
+            record.delivery_count += 1
+            record.member_id = member_id
+            record.lock_deadline_ms = now_ms + self.lock_duration_ms
+            last = ranges[-1] if ranges else None
+            if last is not None and last.last_offset == offset - 1 and last.delivery_count == record.delivery_count:
+                ranges[-1] = AcquiredRange(last.first_offset, offset, record.delivery_count)
+            else:
+                ranges.append(AcquiredRange(offset, offset, record.delivery_count))
+        return ranges
+
+    # -- ShareAcknowledge (and the acknowledgements piggybacked on ShareFetch) ---------------------------------
+    def acknowledge(self, member_id: str, first_offset: int, last_offset: int,
+                    types: list[AcknowledgeType]) -> ErrorCode:
+        """One acknowledgement batch: one type for the whole range, or one per offset. All or nothing:
+        INVALID_RECORD_STATE when an offset is not acquired by this member."""
+        count = last_offset - first_offset + 1
+        if count <= 0 or len(types) not in (1, count):
+            return ErrorCode.INVALID_REQUEST
+        for offset in range(first_offset, last_offset + 1):
+            record = self.in_flight.get(offset)
+            if offset < self.start_offset or record is None or record.state is not RecordState.ACQUIRED \
+                    or record.member_id != member_id:
+                return ErrorCode.INVALID_RECORD_STATE
+        for i, offset in enumerate(range(first_offset, last_offset + 1)):
+            kind = types[0] if len(types) == 1 else types[i]
+            record = self.in_flight[offset]
+            if kind in (AcknowledgeType.ACCEPT, AcknowledgeType.GAP):
+                self._finish(record, RecordState.ACKNOWLEDGED if kind is AcknowledgeType.ACCEPT
+                             else RecordState.ARCHIVED)
+            elif kind is AcknowledgeType.REJECT:
+                self._finish(record, RecordState.ARCHIVED)
+            else:
+                self._release(record)
+        self._advance_start()
+        return ErrorCode.NONE
+
+    def release_member(self, member_id: str) -> int:
+        """The member left (or its share session closed): its acquired records are offered again."""
+        released = 0
+        for record in self.in_flight.values():
+            if record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                self._release(record)
+                released += 1
+        self._advance_start()
+        return released
+
+    # -- timers ---------------------------------------------------------------------------------------------
+    def next_lock_deadline(self) -> int | None:
+        deadlines = [r.lock_deadline_ms for r in self.in_flight.values() if r.state is RecordState.ACQUIRED]
+        return min(deadlines, default=None)
+
+    def expire_locks(self, now_ms: int) -> int:
+        """Acquisition locks past their deadline: the records are offered again (or archived at the limit)."""
+        expired = 0
+        for record in self.in_flight.values():
+            if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
+                self._release(record)
+                expired += 1
+        if expired:
+            self._advance_start()
+        return expired
+
+    # -- helpers ----------------------------------------------------------------------------------------
+    def _release(self, record: InFlight) -> None:
+        state = RecordState.ARCHIVED if record.delivery_count >= self.delivery_count_limit else RecordState.AVAILABLE
+        self._finish(record, state)
+
+    @staticmethod
+    def _finish(record: InFlight, state: RecordState) -> None:
+        record.state = state
+        record.member_id = None
+        record.lock_deadline_ms = -1
+
+    def _advance_start(self) -> None:
+        while True:
+            record = self.in_flight.get(self.start_offset)
+            if record is None or record.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            del self.in_flight[self.start_offset]
+            self.start_offset += 1
+        self.end_offset = max(self.end_offset, self.start_offset)
+
+    def counts(self) -> dict[str, int]:
+        out = {state.name: 0 for state in RecordState}
+        for record in self.in_flight.values():
+            out[record.state.name] += 1
+        return out
+
+    @property
+    def lag(self) -> int:
+        """Records below the end offset still to be delivered or acknowledged."""
+        return sum(1 for r in self.in_flight.values() if r.state in (RecordState.AVAILABLE, RecordState.ACQUIRED))

@@ -1,0 +1,119 @@
+"""KIP-932 share groups as pure logic, explicit `now`: the share partition's record states (acquire, ACCEPT,
+RELEASE, REJECT, delivery count limit, lock expiry, start offset, snapshot/restore) and the share group's
+membership (heartbeat, simple assignor sharing partitions, session timeout)."""
+
+from __future__ import annotations
+
+import uuid
+
+from coordinator.assignors import GroupSpec, MemberSpec, SubscriptionType
+from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, SimpleAssignor, java_string_hash
+from coordinator.share_partition import AcknowledgeType, AcquiredRange, RecordState, SharePartition
+from protocol.header import ErrorCode
+from tests.unit.test_consumer_group_coordinator import Log, Topics
+
+ACCEPT, RELEASE, REJECT, GAP = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT,
+                                AcknowledgeType.GAP)
+
+
+def test_records_are_acquired_once_and_accepted() -> None:
+    sp = SharePartition(0, lock_duration_ms=1000)
+    assert sp.acquire("a", 10, 4, now_ms=0) == [AcquiredRange(0, 3, 1)]
+    assert sp.acquire("b", 10, 100, now_ms=0) == [AcquiredRange(4, 9, 1)]
+    assert sp.acquire("c", 10, 100, now_ms=0) == []  # nothing left
+    assert sp.acknowledge("b", 0, 3, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE  # a holds them
+    assert sp.acknowledge("a", 0, 3, [ACCEPT]) == ErrorCode.NONE
+    assert sp.start_offset == 4
+    assert sp.acknowledge("a", 0, 0, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE  # already done
+
+
+def test_release_and_reject_and_the_delivery_limit() -> None:
+    sp = SharePartition(0, delivery_count_limit=3)
+    sp.acquire("a", 3, 10, 0)
+    assert sp.acknowledge("a", 0, 2, [RELEASE, REJECT, ACCEPT]) == ErrorCode.NONE
+    states = [sp.in_flight[o].state for o in range(3)]
+    assert states == [RecordState.AVAILABLE, RecordState.ARCHIVED, RecordState.ACKNOWLEDGED]
+    assert sp.start_offset == 0  # offset 0 is still to do
+    for delivery in (2, 3):
+        assert sp.acquire("b", 3, 10, 0) == [AcquiredRange(0, 0, delivery)]
+        sp.acknowledge("b", 0, 0, [RELEASE])
+    # Released after its 3rd delivery: archived, never offered again.
+    assert sp.acquire("b", 3, 10, 0) == [] and sp.start_offset == 3
+
+
+def test_lock_expiry_offers_the_records_again() -> None:
+    sp = SharePartition(5, lock_duration_ms=30_000, delivery_count_limit=2)
+    sp.acquire("a", 8, 10, now_ms=100)
+    assert sp.next_lock_deadline() == 30_100
+    assert sp.expire_locks(30_099) == 0
+    assert sp.expire_locks(30_100) == 3
+    assert sp.acquire("b", 8, 10, now_ms=30_200) == [AcquiredRange(5, 7, 2)]
+    assert sp.acknowledge("a", 5, 5, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE  # a's lock is gone
+    sp.expire_locks(60_200)
+    assert sp.start_offset == 8 and sp.counts()["ARCHIVED"] == 0  # archived ones left the in-flight window
+
+
+def test_member_leaving_releases_its_records() -> None:
+    sp = SharePartition(0)
+    sp.acquire("a", 4, 2, 0)
+    sp.acquire("b", 4, 2, 0)
+    assert sp.release_member("a") == 2
+    assert sp.acquire("c", 4, 10, 0) == [AcquiredRange(0, 1, 2)]
+
+
+def test_snapshot_survives_a_restart() -> None:
+    sp = SharePartition(0, delivery_count_limit=5)
+    sp.acquire("a", 6, 10, 0)
+    sp.acknowledge("a", 0, 5, [ACCEPT, ACCEPT, RELEASE, ACCEPT, REJECT, ACCEPT])
+    sp.acquire("a", 8, 1, 0)  # re-acquires 2 (delivery 2), left acquired
+    batches = sp.snapshot()
+    restored = SharePartition.from_snapshot(sp.start_offset, batches, delivery_count_limit=5)
+    assert restored.start_offset == 2
+    # The acquired record is available again with its deliveries; the acknowledged ones are not offered.
+    assert restored.acquire("b", 8, 10, 0) == [AcquiredRange(2, 2, 3), AcquiredRange(6, 7, 1)]
+    assert restored.acknowledge("b", 2, 2, [ACCEPT]) == ErrorCode.NONE and restored.start_offset == 6
+
+
+def test_gap_acknowledgements_and_bad_batches() -> None:
+    sp = SharePartition(0)
+    sp.acquire("a", 3, 10, 0)
+    assert sp.acknowledge("a", 0, 2, [ACCEPT, GAP]) == ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", 0, 2, [GAP]) == ErrorCode.NONE and sp.start_offset == 3
+
+
+def test_simple_assignor_shares_a_partition_between_members() -> None:
+    t = uuid.uuid4()
+    spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b", "c")}, SubscriptionType.HOMOGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda _: 1)
+    assert all(out[m] == {t: {0}} for m in "abc")
+    spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b")}, SubscriptionType.HOMOGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda _: 6)
+    assert set().union(*(out[m][t] for m in "ab")) == set(range(6))
+    assert java_string_hash("hello") == 99162322 and java_string_hash("member-é") == java_string_hash("member-é")
+
+
+def test_share_group_heartbeats_and_session_timeout() -> None:
+    topics, store = Topics(q=1), Log()
+    gone: list[tuple[str, str]] = []
+    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=45_000), store, topics)
+    c.on_member_gone = lambda g, m: gone.append((g, m))
+    r = c.heartbeat(group_id="s", member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=["q"],
+                    client_id="c", client_host="h", now_ms=0)
+    assert (r.error, r.member_epoch) == (ErrorCode.NONE, 1) and r.assignment == {topics.ids["q"]: frozenset({0})}
+    r2 = c.heartbeat(group_id="s", member_id="m2", member_epoch=0, rack_id=None, subscribed_topic_names=["q"],
+                     client_id="c", client_host="h", now_ms=10)
+    assert r2.member_epoch == 2 and r2.assignment == {topics.ids["q"]: frozenset({0})}
+    r = c.heartbeat(group_id="s", member_id="m1", member_epoch=1, rack_id=None, subscribed_topic_names=None,
+                    client_id="c", client_host="h", now_ms=20)
+    assert r.member_epoch == 2 and r.assignment is None  # the same partition, a new epoch
+    assert c.heartbeat(group_id="s", member_id="m1", member_epoch=7, rack_id=None, subscribed_topic_names=None,
+                       client_id="c", client_host="h", now_ms=20).error == ErrorCode.FENCED_MEMBER_EPOCH
+    c.tick(45_010)
+    assert list(c.groups["s"].members) == ["m1"] and gone == [("s", "m2")]
+    r = c.heartbeat(group_id="s", member_id="m1", member_epoch=-1, rack_id=None, subscribed_topic_names=None,
+                    client_id="c", client_host="h", now_ms=45_020)
+    assert r.member_epoch == -1 and c.groups["s"].state.value == "Empty"
+    assert c.delete_group("s", 45_030) == ErrorCode.NONE
+    fresh = ShareGroupCoordinator(ShareGroupConfig(), Log(), topics)
+    assert fresh.heartbeat(group_id="s", member_id="m1", member_epoch=3, rack_id=None, subscribed_topic_names=None,
+                           client_id="c", client_host="h", now_ms=0).error == ErrorCode.GROUP_ID_NOT_FOUND
