@@ -103,7 +103,7 @@ public final class Main {
         System.exit(allPassed ? 0 : 1);
     }
 
-    static String json(String s) {
+    public static String json(String s) {
         StringBuilder out = new StringBuilder("\"");
         for (char c : s.toCharArray()) {
             switch (c) {
