@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from broker.config import OPTIONS, BrokerConfig, Listener, parse_host_port
+from broker.config.options import OPTIONS, BrokerConfig, Listener, parse_host_port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +100,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
 async def _serve(config: BrokerConfig) -> None:
     import trio
 
-    from broker.server import Server
+    from broker.server.server import Server
 
     server = Server(config)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -4,7 +4,7 @@ shell writes the transit to `__transaction_state` and calls `complete` only afte
 
 Follows TransactionCoordinator.scala / TransactionMetadata.scala of Kafka 3.x (transaction version 1: the
 epoch is bumped by InitProducerId and by fencing, not by every transaction). Time is passed in; markers and
-log writes are the shell's business (broker/transactions.py).
+log writes are the shell's business (broker/services/transactions.py).
 """
 
 from __future__ import annotations

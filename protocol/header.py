@@ -12,8 +12,12 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
+from typing import TYPE_CHECKING
 
 from protocol.errors import DecodeError
+
+if TYPE_CHECKING:
+    from protocol.schema import MessageSpec
 
 
 class ApiKey(IntEnum):
@@ -257,9 +261,22 @@ class RequestHeader:
 
 
 @cache
-def _flexible_from(api_key: int) -> int | None:
-    from protocol.schema import request_spec  # construct and the JSON definitions load on first use
+def request_spec(api_key: int) -> MessageSpec | None:
+    """The request definition of an api key, or None if the definitions lack it."""
+    from protocol.schema import message  # construct and the JSON definitions load on first use
 
+    try:
+        key = ApiKey(api_key)
+    except ValueError:
+        return None
+    try:
+        return message("".join(part.capitalize() for part in key.name.split("_")) + "Request")
+    except FileNotFoundError:
+        return None
+
+
+@cache
+def _flexible_from(api_key: int) -> int | None:
     spec = request_spec(api_key)
     if spec is None or spec.flexible_versions is None:
         return None

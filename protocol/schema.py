@@ -224,18 +224,3 @@ class _NullableStruct(p.Construct):
 @cache
 def message(name: str) -> MessageSpec:
     return MessageSpec(name)
-
-
-@cache
-def request_spec(api_key: int) -> MessageSpec | None:
-    """The request definition of an api key, or None if the definitions lack it."""
-    from protocol.header import ApiKey
-
-    try:
-        key = ApiKey(api_key)
-    except ValueError:
-        return None
-    try:
-        return message("".join(part.capitalize() for part in key.name.split("_")) + "Request")
-    except FileNotFoundError:
-        return None

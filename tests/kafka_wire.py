@@ -8,10 +8,10 @@ import struct
 import time
 from typing import Any
 
-from broker.dispatch import lookup
-from protocol.header import RequestHeader, encode_request_header, response_header_version
+from broker.server.dispatch import lookup
+from protocol.header import RequestHeader, encode_request_header, request_spec, response_header_version
 from protocol.records import Record, build_batch
-from protocol.schema import message, request_spec
+from protocol.schema import message
 
 
 class WireClient:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
-from broker.internal_topics import partition_for
-from broker.topics import OFFSETS_TOPIC, TopicError
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
+from broker.services.internal_topics import partition_for
+from broker.services.topics import OFFSETS_TOPIC, TopicError
 from protocol.header import ErrorCode
 
 
@@ -17,15 +17,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
-    txns = ctx.state.txns
+    txns = ctx.broker.txns
     await txns.loaded.wait()
     try:
-        offsets = ctx.state.groups.offsets_topic()
+        offsets = ctx.broker.groups.offsets_topic()
     except (TopicError, OSError):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets.partitions)))
     outcome = txns.coordinator.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
-                                              [partition], ctx.state.now_ms())
+                                              [partition], ctx.broker.now_ms())
     error = await txns.apply(outcome.transit, outcome.error)
     if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names, cluster_authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names, cluster_authorized
 from protocol.header import ErrorCode
 
 
@@ -16,7 +16,7 @@ def _partitions(ctx: RequestContext, topics: Any) -> tuple[list[tuple[str, int]]
     wanted, unknown = [], {}
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics))
     for t in topics:
-        topic = ctx.state.topics.get(t.name)
+        topic = ctx.broker.topics.get(t.name)
         for p in t.partitions:
             if t.name not in writable:
                 unknown[(t.name, p)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -35,7 +35,7 @@ def _topic_results(wanted: list[tuple[str, int]], errors: dict[tuple[str, int], 
 
 async def _one(ctx: RequestContext, transactional_id: str | None, producer_id: int, epoch: int, topics: Any,
                verify_only: bool) -> list[dict[str, Any]]:
-    txns = ctx.state.txns
+    txns = ctx.broker.txns
     await txns.loaded.wait()
     if transactional_id is None or not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                                   transactional_id):
@@ -48,7 +48,7 @@ async def _one(ctx: RequestContext, transactional_id: str | None, producer_id: i
     if verify_only:
         errors = {tp: txns.coordinator.verify_partition(transactional_id, producer_id, epoch, tp) for tp in wanted}
         return _topic_results(wanted, errors)
-    outcome = txns.coordinator.add_partitions(transactional_id, producer_id, epoch, wanted, ctx.state.now_ms())
+    outcome = txns.coordinator.add_partitions(transactional_id, producer_id, epoch, wanted, ctx.broker.now_ms())
     error = await txns.apply(outcome.transit, outcome.error)
     if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED came with v2 (KIP-588)

@@ -8,12 +8,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from broker.access import AclOperation, config_resource_error
-from broker.config import OPTIONS_BY_NAME
-from broker.dispatch import RequestContext
-from broker.dynamic_config import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, listeners_value
-from broker.topic_config import LIST, TOPIC_CONFIGS, config_type
-from broker.topics import TopicError
+from broker.config.dynamic import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, listeners_value
+from broker.config.options import OPTIONS_BY_NAME
+from broker.config.topic import LIST, TOPIC_CONFIGS, config_type
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, config_resource_error
+from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 TOPIC = 2
@@ -70,7 +70,7 @@ def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only:
         return _alter_broker(ctx, resource, incremental, validate_only)
     if resource.resource_type != TOPIC:
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     topic = topics.get(resource.resource_name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{resource.resource_name}' does not exist."
@@ -93,10 +93,10 @@ def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only:
 def _alter_broker(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool
                   ) -> tuple[ErrorCode, str | None]:
     name = resource.resource_name
-    if name not in ("", str(ctx.state.node_id)):
-        return ErrorCode.INVALID_REQUEST, (f"Unexpected broker id, expected {ctx.state.node_id} or empty string, "
+    if name not in ("", str(ctx.broker.node_id)):
+        return ErrorCode.INVALID_REQUEST, (f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, "
                                            f"but received {name}")
-    dynamic = ctx.state.dynamic
+    dynamic = ctx.broker.dynamic
     level = DEFAULT_LEVEL if name == "" else BROKER_LEVEL
     try:
         if incremental:
@@ -118,9 +118,9 @@ def _alter_broker(ctx: RequestContext, resource: Any, incremental: bool, validat
 
 def _current_value(ctx: RequestContext, name: str) -> str | None:
     if name == "advertised.listeners":
-        return listeners_value(ctx.state.config.listeners, advertised=True)
+        return listeners_value(ctx.broker.config.listeners, advertised=True)
     option = OPTIONS_BY_NAME.get(name)
-    return None if option is None else str(getattr(ctx.state.config, option.attr))
+    return None if option is None else str(getattr(ctx.broker.config, option.attr))
 
 
 def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from protocol.header import ErrorCode
 
 
 def _alter_one(ctx: RequestContext, name: str, index: int, replicas: list[int] | None,
                allow_rf_change: bool) -> tuple[ErrorCode, str | None]:
-    topic = ctx.state.topics.get(name)
+    topic = ctx.broker.topics.get(name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
     if replicas is None:
@@ -20,7 +20,7 @@ def _alter_one(ctx: RequestContext, name: str, index: int, replicas: list[int] |
     if not allow_rf_change and len(replicas) != 1:
         return ErrorCode.INVALID_REPLICATION_FACTOR, (
             f"The replication factor is changed from 1 to {len(replicas)}")
-    if replicas != [ctx.state.node_id]:
+    if replicas != [ctx.broker.node_id]:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
             f"The manual partition assignment includes broker(s) that are not registered or a replication "
             f"factor other than 1: {replicas}")

@@ -6,18 +6,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    state = ctx.state
-    log_dir = os.path.abspath(state.config.data_dir)
+    broker = ctx.broker
+    log_dir = os.path.abspath(broker.config.data_dir)
     results: dict[str, list[dict[str, Any]]] = {}
     for d in req.dirs:
         known_dir = os.path.abspath(d.path) == log_dir
         for t in d.topics:
-            topic = state.topics.get(t.name)
+            topic = broker.topics.get(t.name)
             for index in t.partitions:
                 if topic is None or not 0 <= index < len(topic.partitions):
                     error = ErrorCode.REPLICA_NOT_AVAILABLE

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, cluster_authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
@@ -17,7 +17,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             {"user": name, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
             for name in dict.fromkeys(i.name for i in items)]}
     try:
-        outcome = ctx.state.scram_credentials.alter(list(req.deletions), list(req.upsertions))
+        outcome = ctx.broker.scram_credentials.alter(list(req.deletions), list(req.upsertions))
     except OSError as exc:
         return {"throttle_time_ms": 0, "results": [
             {"user": name, "error_code": ErrorCode.KAFKA_STORAGE_ERROR, "error_message": str(exc)}

@@ -1,4 +1,4 @@
-"""ApiVersions: the version ranges and features of the broker's version profile (broker/kafka_versions.py:
+"""ApiVersions: the version ranges and features of the broker's version profile (broker/config/kafka_versions.py:
 the Kafka release of --kafka-version, 3.9 by default); KIP-511 for unknown versions."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.dispatch import RequestContext
-from broker.kafka_versions import VersionProfile
+from broker.config.kafka_versions import VersionProfile
+from broker.handlers.context import RequestContext
 from protocol.header import ErrorCode
 
 # KIP-511: client software name and version must match this when given (ApiVersions v3+).
@@ -30,6 +30,6 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         _SOFTWARE.match(req.client_software_name or "") and _SOFTWARE.match(req.client_software_version or "")
     ):
         error = ErrorCode.INVALID_REQUEST
-    versions = ctx.state.versions
+    versions = ctx.broker.versions
     return {"error_code": error, "api_keys": api_keys(versions), "throttle_time_ms": 0,
             **versions.features, "zk_migration_ready": False}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import cluster_authorized
-from broker.acls import (
+from broker.handlers.context import RequestContext
+from broker.security.access import cluster_authorized
+from broker.security.acls import (
     AclBinding,
     AclOperation,
     AclPermissionType,
@@ -16,7 +17,6 @@ from broker.acls import (
     from_code,
     validate_new_acl,
 )
-from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
 
@@ -48,12 +48,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         valid.append(acl)
         results.append((ErrorCode.NONE, None))
     if valid:
-        state = ctx.state
-        acls = state.authorizer.with_created(valid)
+        broker = ctx.broker
+        acls = broker.authorizer.with_created(valid)
         try:
-            state.acl_store.save(acls)
+            broker.acl_store.save(acls)
         except OSError as exc:
             return _answer([(ErrorCode.UNKNOWN_SERVER_ERROR, f"Cannot store ACLs: {exc}")
                             if error == ErrorCode.NONE else (error, message) for error, message in results])
-        state.authorizer.replace(acls)
+        broker.authorizer.replace(acls)
     return _answer(results)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
-from broker.topics import TopicError
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
+from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 
@@ -26,7 +26,7 @@ def _check_assignments(ctx: RequestContext, assignments: Any, current: int, coun
             return "Replica assignment of a partition must not be empty."
         if len(set(ids)) != len(ids):
             return f"Duplicate brokers in replica assignment: {ids}"
-        if any(b != ctx.state.node_id for b in ids):
+        if any(b != ctx.broker.node_id for b in ids):
             return f"The manual partition assignment includes broker(s) that are not registered: {ids}"
         if len(ids) != 1:
             return (f"The manual partition assignment includes a partition with {len(ids)} replica(s), but this "
@@ -35,7 +35,7 @@ def _check_assignments(ctx: RequestContext, assignments: Any, current: int, coun
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     counts = Counter(t.name for t in req.topics)
     results = []
     for t in req.topics:
@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     results.append(_result(t.name, ErrorCode.INVALID_REPLICA_ASSIGNMENT, error))
                     continue
             if not req.validate_only:
-                topics.add_partitions(t.name, t.count, now_ms=ctx.state.now_ms())
+                topics.add_partitions(t.name, t.count, now_ms=ctx.broker.now_ms())
         except TopicError as exc:
             results.append(_result(t.name, ErrorCode[exc.error], exc.message))
             continue

@@ -6,10 +6,10 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names, cluster_authorized
-from broker.dispatch import RequestContext
-from broker.topic_config import TOPIC_CONFIGS
-from broker.topics import TopicError
+from broker.config.topic import TOPIC_CONFIGS
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized_names, cluster_authorized
+from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -24,7 +24,7 @@ def _result(name: str, error: ErrorCode, message: str | None = None) -> dict[str
 
 
 def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, Any]]:
-    values = ctx.state.topics.config
+    values = ctx.broker.topics.config
     out = []
     for name, definition in TOPIC_CONFIGS.items():
         out.append({"name": name, "value": overrides.get(name, definition.default(values)),
@@ -35,7 +35,7 @@ def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, A
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     counts = Counter(t.name for t in req.topics)
     # CREATE on the cluster, or on each topic (KafkaApis.handleCreateTopicsRequest).
     creatable = set(counts) if cluster_authorized(ctx, AclOperation.CREATE) else \
@@ -70,7 +70,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 topic_id = ZERO_UUID
             else:
                 topic = topics.create(t.name, num_partitions, replication_factor, configs,
-                                      now_ms=ctx.state.now_ms())
+                                      now_ms=ctx.broker.now_ms())
                 num_partitions, overrides, topic_id = len(topic.partitions), topic.configs, topic.topic_id
         except TopicError as exc:
             results.append(_result(t.name, ErrorCode[exc.error], exc.message))
@@ -90,6 +90,6 @@ def _check_assignments(ctx: RequestContext, assignments: Any) -> str | None:
             return "Replica assignment of a partition must not be empty."
         if len(set(a.broker_ids)) != len(a.broker_ids):
             return f"Duplicate brokers in replica assignment: {list(a.broker_ids)}"
-        if any(b != ctx.state.node_id for b in a.broker_ids):
+        if any(b != ctx.broker.node_id for b in a.broker_ids):
             return f"Unknown broker in replica assignment: {list(a.broker_ids)}"
     return None

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import cluster_authorized
-from broker.acls import AclBinding, AclOperation, InvalidAclError
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from broker.handlers.describe_acls import acl_filter
+from broker.security.access import cluster_authorized
+from broker.security.acls import AclBinding, AclOperation, InvalidAclError
 from protocol.header import ErrorCode
 
 
@@ -27,7 +27,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "filter_results": [
             _result(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", [])
             for _ in req.filters]}
-    authorizer = ctx.state.authorizer
+    authorizer = ctx.broker.authorizer
     remaining = dict.fromkeys(authorizer.acls)
     results = []
     for f in req.filters:
@@ -43,7 +43,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         results.append(_result(ErrorCode.NONE, None, deleted))
     if len(remaining) != len(authorizer.acls):
         try:
-            ctx.state.acl_store.save(remaining)
+            ctx.broker.acl_store.save(remaining)
         except OSError as exc:
             return {"throttle_time_ms": 0, "filter_results": [
                 _result(ErrorCode.UNKNOWN_SERVER_ERROR, f"Cannot store ACLs: {exc}", []) for _ in req.filters]}

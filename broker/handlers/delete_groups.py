@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    groups = ctx.state.groups
+    groups = ctx.broker.groups
     await groups.loaded.wait()
     names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     errors = groups.coordinator.delete_groups([g for g in req.groups_names if g is None or g in deletable],
-                                              ctx.state.now_ms())
+                                              ctx.broker.now_ms())
     groups.changed()
     for group_id in errors:
         await groups.durable(group_id)

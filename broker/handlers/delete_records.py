@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from broker.log.partition_log import OffsetOutOfRangeError
+from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
 HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK: everything produced so far
 
 
 def _delete(ctx: RequestContext, topic_name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    topic = ctx.state.topics.get(topic_name)
+    topic = ctx.broker.topics.get(topic_name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
     if topic.is_internal:
@@ -24,7 +24,7 @@ def _delete(ctx: RequestContext, topic_name: str, index: int, offset: int) -> tu
         return ErrorCode.POLICY_VIOLATION, -1  # compacted only: "can not be deleted due to the configured policy"
     target = partition.high_watermark if offset == HIGH_WATERMARK else offset
     try:
-        log.delete_records(target, now_ms=ctx.state.now_ms())
+        log.delete_records(target, now_ms=ctx.broker.now_ms())
     except OffsetOutOfRangeError:
         return ErrorCode.OFFSET_OUT_OF_RANGE, -1
     except OSError:

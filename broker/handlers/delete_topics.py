@@ -5,16 +5,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
-from broker.topics import TopicError
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
+from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     version = ctx.header.api_version
     wanted = [(t.name, t.topic_id) for t in req.topics] if version >= 6 else \
         [(name, ZERO_UUID) for name in req.topic_names]
@@ -47,9 +47,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
     if deleted:
-        groups = ctx.state.groups
+        groups = ctx.broker.groups
         await groups.loaded.wait()
-        changed = groups.coordinator.topics_deleted(deleted, ctx.state.now_ms())
+        changed = groups.coordinator.topics_deleted(deleted, ctx.broker.now_ms())
         groups.changed()
         for group_id in changed:
             await groups.durable(group_id)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import cluster_authorized
-from broker.acls import (
+from broker.handlers.context import RequestContext
+from broker.security.access import cluster_authorized
+from broker.security.acls import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
@@ -14,7 +15,6 @@ from broker.acls import (
     ResourceType,
     from_code,
 )
-from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
 
@@ -38,7 +38,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     except InvalidAclError as exc:
         return _error(ErrorCode.INVALID_REQUEST, str(exc))
     resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
-    for acl in ctx.state.authorizer.matching(wanted):
+    for acl in ctx.broker.authorizer.matching(wanted):
         resources.setdefault((acl.resource_type, acl.name, acl.pattern_type), []).append(
             {"principal": acl.principal, "host": acl.host, "operation": acl.operation,
              "permission_type": acl.permission})

@@ -6,10 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from broker.access import AclOperation, config_resource_error
-from broker.config import OPTIONS, BrokerConfig
-from broker.dispatch import RequestContext
-from broker.dynamic_config import (
+from broker.config.dynamic import (
     BROKER_LEVEL,
     DEFAULT_LEVEL,
     DYNAMIC_BROKER_CONFIG,
@@ -19,7 +16,10 @@ from broker.dynamic_config import (
     DynamicConfigs,
     listeners_value,
 )
-from broker.topic_config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
+from broker.config.options import OPTIONS, BrokerConfig
+from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, config_resource_error
 from protocol.header import ErrorCode
 
 TOPIC = 2
@@ -73,7 +73,7 @@ def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms:
 
 def _topic_configs(ctx: RequestContext, overrides: dict[str, str], keys: set[str] | None, synonyms: bool,
                    version: int) -> list[dict[str, Any]]:
-    config, dynamic = ctx.state.config, ctx.state.dynamic
+    config, dynamic = ctx.broker.config, ctx.broker.dynamic
     out = []
     for name, definition in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
@@ -105,7 +105,7 @@ def _kind(name: str) -> int:
 
 
 def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int) -> list[dict]:
-    dynamic = ctx.state.dynamic
+    dynamic = ctx.broker.dynamic
     out = []
     inert_set = sorted(n for n in INERT if dynamic.dynamic_value(n) is not None)
     for name in ("listeners", "advertised.listeners", *_BROKER_OPTIONS, *inert_set):
@@ -123,7 +123,7 @@ def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms:
                            ) -> list[dict]:
     """The cluster-wide dynamic defaults (resource name ""): only what is set at that level, as Kafka."""
     out = []
-    for name, value in sorted(ctx.state.dynamic.levels[DEFAULT_LEVEL].items()):
+    for name, value in sorted(ctx.broker.dynamic.levels[DEFAULT_LEVEL].items()):
         if keys is None or name in keys:
             chain = [{"name": name, "value": value, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}]
             out.append(_entry(name, value, DYNAMIC_DEFAULT_BROKER_CONFIG, False, chain if synonyms else [],
@@ -143,16 +143,16 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if denied != ErrorCode.NONE:
             result.update(error_code=denied)
         elif r.resource_type == TOPIC:
-            topic = ctx.state.topics.get(r.resource_name)
+            topic = ctx.broker.topics.get(r.resource_name)
             if topic is None:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"Topic '{r.resource_name}' does not exist.")
             else:
                 result["configs"] = _topic_configs(ctx, topic.configs, keys, synonyms, version)
         elif r.resource_type == BROKER:
-            if r.resource_name not in ("", str(ctx.state.node_id)):
+            if r.resource_name not in ("", str(ctx.broker.node_id)):
                 result.update(error_code=ErrorCode.INVALID_REQUEST,
-                              error_message=f"Unexpected broker id, expected {ctx.state.node_id} or empty "
+                              error_message=f"Unexpected broker id, expected {ctx.broker.node_id} or empty "
                                             f"string, but received {r.resource_name}")
             elif r.resource_name == "":
                 result["configs"] = _default_level_configs(ctx, keys, synonyms, version)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_operations
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_operations
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -15,7 +15,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    groups = ctx.state.groups
+    groups = ctx.broker.groups
     include_ops = version >= 3 and req.include_authorized_operations
     out = []
     for group_id in req.groups:

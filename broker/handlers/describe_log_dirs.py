@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    state = ctx.state
-    log_dir = str(os.path.abspath(state.config.data_dir))
+    broker = ctx.broker
+    log_dir = str(os.path.abspath(broker.config.data_dir))
     wanted = None if req.topics is None else {t.topic: set(t.partitions) for t in req.topics}
     topics = []
-    for topic in state.topics:
+    for topic in broker.topics:
         if wanted is not None and topic.name not in wanted:
             continue
         partitions = [{"partition_index": p.index, "partition_size": p.log.size_in_bytes, "offset_lag": 0,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from broker.handlers.metadata import topic_error, topic_metadata
-from broker.topics import TopicError, validate_topic_name
+from broker.security.access import AclOperation, ResourceType, authorized
+from broker.services.topics import TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
@@ -28,12 +28,12 @@ def _invalid(req: Any) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    state = ctx.state
+    broker = ctx.broker
     cursor = req.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
     fetch_all = not req.topics
     if fetch_all:
-        names = {t.name for t in state.topics if t.name >= cursor_topic}
+        names = {t.name for t in broker.topics if t.name >= cursor_topic}
     else:
         names = {t.name for t in req.topics if t.name >= cursor_topic}
         if cursor is not None and cursor.topic_name not in names:
@@ -54,7 +54,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if remaining == 0:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
-        topic = state.topics.get(name)
+        topic = broker.topics.get(name)
         if topic is None:
             if not fetch_all:
                 try:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    txns = ctx.state.txns
+    txns = ctx.broker.txns
     await txns.loaded.wait()
     states = []
     for txn_id in req.transactional_ids:

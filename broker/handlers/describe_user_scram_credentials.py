@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, cluster_authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
@@ -16,7 +16,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "error_message": "Cluster authorization failed.", "results": []}
     users = None if req.users is None else [u.name for u in req.users]
     results = []
-    for user, error, infos in ctx.state.scram_credentials.describe(users):
+    for user, error, infos in ctx.broker.scram_credentials.describe(users):
         results.append({"user": user, "error_code": error.error if error else ErrorCode.NONE,
                         "error_message": error.message if error else None,
                         "credential_infos": [{"mechanism": m, "iterations": i} for m, i in infos]})

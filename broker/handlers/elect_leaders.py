@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     if req.topic_partitions is None:  # every partition
         wanted = [(t.name, list(range(len(t.partitions)))) for t in topics if not t.is_internal]
     else:

@@ -17,9 +17,9 @@ from typing import Any
 
 import trio
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from broker.log.partition_log import OffsetOutOfRangeError
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 READ_COMMITTED = 1
@@ -47,21 +47,21 @@ def _end_offset(records: bytes) -> int:
 
 def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: (topic responses, bytes read, any error)."""
-    state = ctx.state
+    broker = ctx.broker
     version = ctx.header.api_version
     read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
-    remaining = req.max_bytes if version >= 3 else state.config.fetch_max_bytes
-    remaining = min(remaining, state.config.fetch_max_bytes)
+    remaining = req.max_bytes if version >= 3 else broker.config.fetch_max_bytes
+    remaining = min(remaining, broker.config.fetch_max_bytes)
     min_one = True  # KIP-74: the first non-empty partition returns at least one whole batch
     total = 0
     any_error = False
     responses = []
     for fetch_topic in req.topics:
         if version >= 13:
-            topic = state.topics.get_by_id(fetch_topic.topic_id)
+            topic = broker.topics.get_by_id(fetch_topic.topic_id)
             missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
-            topic = state.topics.get(fetch_topic.topic)
+            topic = broker.topics.get(fetch_topic.topic)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         name = topic.name if topic is not None else fetch_topic.topic if version < 13 else None
         if name is not None and name not in readable:  # READ on the topic, asked once per request
@@ -122,11 +122,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if version >= 7 and req.session_id != 0:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                 "session_id": 0, "responses": [], "node_endpoints": []}
-    state = ctx.state
+    broker = ctx.broker
     deadline = trio.current_time() + max(0, req.max_wait_ms) / 1000
     readable: dict[str, bool] = {}
     while True:
-        woken = state.append_event  # taken before reading, so no append between is missed
+        woken = broker.appends.event  # taken before reading, so no append between is missed
         responses, total, any_error = _read(ctx, req, readable)
         if total >= req.min_bytes or any_error or trio.current_time() >= deadline:
             break

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
-from broker.topics import TopicError
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
+from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -23,9 +23,9 @@ def _coordinator(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, str | N
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
     try:
         if key_type == GROUP:
-            ctx.state.groups.offsets_topic()
+            ctx.broker.groups.offsets_topic()
         else:
-            ctx.state.txns.state_topic()
+            ctx.broker.txns.state_topic()
     except (TopicError, OSError) as exc:
         log.error("cannot create the coordinator's topic: %s", exc)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available."
@@ -42,7 +42,7 @@ def _entry(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
         error, message = _coordinator(ctx, key_type)
     if error != ErrorCode.NONE:
         return {"error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}
-    return {"error_code": error, "error_message": None, "node_id": ctx.state.node_id, "host": ctx.endpoint.host,
+    return {"error_code": error, "error_message": None, "node_id": ctx.broker.node_id, "host": ctx.endpoint.host,
             "port": ctx.endpoint.port}
 
 
@@ -52,9 +52,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     # The coordinator starts on first use: name it once it has replayed its log, so that the client's
     # next request (OffsetFetch, InitProducerId) does not meet COORDINATOR_LOAD_IN_PROGRESS.
     if key_type == GROUP:
-        await ctx.state.groups.loaded.wait()
+        await ctx.broker.groups.loaded.wait()
     elif key_type == TRANSACTION:
-        await ctx.state.txns.loaded.wait()
+        await ctx.broker.txns.loaded.wait()
     if version >= 4:
         return {"throttle_time_ms": 0,
                 "coordinators": [{"key": key, **_entry(ctx, key_type, key)} for key in req.coordinator_keys]}

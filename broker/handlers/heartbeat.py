@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
-    groups = ctx.state.groups
+    groups = ctx.broker.groups
     if not groups.loaded.is_set():
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
     error = groups.coordinator.heartbeat(
         group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
         group_instance_id=req.group_instance_id if ctx.header.api_version >= 3 else None,
-        now_ms=ctx.state.now_ms())
+        now_ms=ctx.broker.now_ms())
     groups.changed()
     return {"throttle_time_ms": 0, "error_code": error}

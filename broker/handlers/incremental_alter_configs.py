@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext
 from broker.handlers.alter_configs import alter
+from broker.handlers.context import RequestContext
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

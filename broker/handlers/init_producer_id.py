@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import (
+from broker.handlers.context import RequestContext
+from broker.security.access import (
     AclOperation,
     ResourceType,
     authorized,
     authorized_by_resource_type,
     cluster_authorized,
 )
-from broker.dispatch import RequestContext
 from protocol.header import ErrorCode
 
 NO_PRODUCER_ID = -1
@@ -34,7 +34,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
             return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         expected = (producer_id, epoch) if producer_id != NO_PRODUCER_ID else None
-        result = await ctx.state.txns.init_producer_id(req.transactional_id, req.transaction_timeout_ms, expected)
+        result = await ctx.broker.txns.init_producer_id(req.transactional_id, req.transaction_timeout_ms, expected)
         error = result.error
         if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 4:
             error = ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED came with v4 (KIP-588)
@@ -47,7 +47,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if producer_id != NO_PRODUCER_ID and 0 <= epoch < EPOCH_EXHAUSTED:
         return _answer(ErrorCode.NONE, producer_id, epoch + 1)
-    error, new_id = await ctx.state.new_producer_id()
+    error, new_id = await ctx.broker.producer_ids.new_id()
     if error != ErrorCode.NONE:
         return _answer(error)
     return _answer(ErrorCode.NONE, new_id, 0)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 
@@ -21,7 +21,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
                 "protocol_type": None, "protocol_name": None if version >= 7 else "", "leader": "",
                 "skip_assignment": False, "member_id": req.member_id, "members": []}
-    result = await ctx.state.groups.join_group(
+    result = await ctx.broker.groups.join_group(
         group_id=req.group_id, member_id=req.member_id,
         group_instance_id=req.group_instance_id if version >= 5 else None,
         client_id=ctx.header.client_id or "", client_host=client_host(ctx.peer),

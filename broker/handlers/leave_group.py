@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 
@@ -13,12 +13,12 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
-    groups = ctx.state.groups
+    groups = ctx.broker.groups
     await groups.loaded.wait()
     leaving = [(m.member_id, m.group_instance_id) for m in req.members] if version >= 3 else \
         [(req.member_id, None)]
     error, member_errors = groups.coordinator.leave_group(group_id=req.group_id, members=leaving,
-                                                          now_ms=ctx.state.now_ms())
+                                                          now_ms=ctx.broker.now_ms())
     groups.changed()
     await groups.durable(req.group_id)
     if version < 3:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, cluster_authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
@@ -31,8 +31,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return body
     resources = []
     if TOPIC in wanted:
-        resources += [{"resource_name": t.name, "resource_type": TOPIC} for t in ctx.state.topics]
+        resources += [{"resource_name": t.name, "resource_type": TOPIC} for t in ctx.broker.topics]
     if BROKER in wanted:
-        resources.append({"resource_name": str(ctx.state.node_id), "resource_type": BROKER})
+        resources.append({"resource_name": str(ctx.broker.node_id), "resource_type": BROKER})
     body["config_resources"] = resources
     return body

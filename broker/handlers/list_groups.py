@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, cluster_authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, cluster_authorized
 from protocol.header import ErrorCode
 
 CLASSIC = "classic"
@@ -13,7 +13,7 @@ CLASSIC = "classic"
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    groups = ctx.state.groups
+    groups = ctx.broker.groups
     if not groups.loaded.is_set():
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "groups": []}
     types = {t.lower() for t in req.types_filter} if version >= 5 else set()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
 LATEST = -1
@@ -46,7 +46,7 @@ def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     read_committed = (ctx.header.api_version >= 2 and req.replica_id == CONSUMER_REPLICA_ID
                       and req.isolation_level == READ_COMMITTED)
     describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from protocol.header import ErrorCode
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 # Kafka's TransactionState names (coordinator/txn.py's TxnState values).
@@ -16,7 +16,7 @@ _STATE_NAMES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    txns = ctx.state.txns
+    txns = ctx.broker.txns
     pattern = None
     if ctx.header.api_version >= 2 and req.transactional_id_pattern:
         try:
@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     duration = req.duration_filter if ctx.header.api_version >= 1 else -1
     if duration is not None and duration >= 0:
         # KIP-994: transactions running for longer than the filter (only open ones have a start time).
-        now = ctx.state.now_ms()
+        now = ctx.broker.now_ms()
         listed = [t for t in listed if t.state.value == "Ongoing" and now - t.start_ms > duration]
     if pattern is not None:
         listed = [t for t in listed if pattern.fullmatch(t.transactional_id)]  # Java's Matcher.matches()

@@ -9,9 +9,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_operations, cluster_authorized
-from broker.dispatch import RequestContext
-from broker.topics import Topic, TopicError, validate_topic_name
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_operations, cluster_authorized
+from broker.services.topics import Topic, TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -19,11 +19,11 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    state = ctx.state
+    broker = ctx.broker
     version = ctx.header.api_version
     # v0: an empty list means all topics; v1+: null means all, empty means none.
     all_topics = req.topics is None or (version == 0 and not req.topics)
-    allow_create = state.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+    allow_create = broker.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
     include_ops = version >= 8 and req.include_topic_authorized_operations
     topics: list[dict[str, Any]] = []
     if not all_topics and version < 12 and any(
@@ -34,7 +34,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         topics = [topic_error(ErrorCode.INVALID_REQUEST, t.name or "", getattr(t, "topic_id", None) or ZERO_UUID)
                   for t in req.topics]
     elif all_topics:
-        topics = [topic_metadata(ctx, t, include_ops) for t in state.topics
+        topics = [topic_metadata(ctx, t, include_ops) for t in broker.topics
                   if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
         for wanted in req.topics:
@@ -45,21 +45,21 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if cluster_authorized(ctx, AclOperation.DESCRIBE) else 0
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": state.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
+        "brokers": [{"node_id": broker.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
                      "rack": None}],
-        "cluster_id": state.cluster_id,
-        "controller_id": state.node_id,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_ops,
     }
 
 
 def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops: bool) -> dict[str, Any]:
-    state = ctx.state
+    broker = ctx.broker
     name = wanted.name
     topic_id = getattr(wanted, "topic_id", ZERO_UUID) or ZERO_UUID
     if name is None:
-        topic = state.topics.get_by_id(topic_id)
+        topic = broker.topics.get_by_id(topic_id)
         if topic is None:
             return topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
@@ -67,7 +67,7 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
         return topic_metadata(ctx, topic, include_ops)
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
         return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
-    topic = state.topics.get(name)
+    topic = broker.topics.get(name)
     if topic is not None:
         return topic_metadata(ctx, topic, include_ops)
     try:
@@ -80,7 +80,7 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
             or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
         return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     try:
-        topic = state.topics.create(name, now_ms=state.now_ms())
+        topic = broker.topics.create(name, now_ms=broker.now_ms())
     except TopicError as exc:
         return topic_error(ErrorCode[exc.error], name)
     return topic_metadata(ctx, topic, include_ops)
@@ -93,7 +93,7 @@ def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UU
 
 
 def topic_metadata(ctx: RequestContext, topic: Topic, include_ops: bool) -> dict[str, Any]:
-    node = ctx.state.node_id
+    node = ctx.broker.node_id
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
 
@@ -16,10 +16,10 @@ INT64_MAX = (1 << 63) - 1
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    state = ctx.state
-    groups = state.groups
+    broker = ctx.broker
+    groups = broker.groups
     await groups.loaded.wait()
-    now = state.now_ms()
+    now = broker.now_ms()
     # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
     retention = req.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
     # Kafka adds the two as Java longs; a retention near 2^63 (found by fuzzing) means "never" here rather
@@ -31,7 +31,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     group_ok = authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
     readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
-        topic = state.topics.get(t.name)
+        topic = broker.topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if not group_ok:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    state = ctx.state
-    groups = state.groups
+    broker = ctx.broker
+    groups = broker.groups
     await groups.loaded.wait()
     if not authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, req.group_id):
         return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
@@ -19,7 +19,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     errors: dict[tuple[str, int], ErrorCode] = {}
     known: list[tuple[str, int]] = []
     for t in req.topics:
-        topic = state.topics.get(t.name)
+        topic = broker.topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if t.name not in readable:
@@ -28,7 +28,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(tp)
-    group_error, partition_errors = groups.coordinator.delete_offsets(req.group_id, known, state.now_ms())
+    group_error, partition_errors = groups.coordinator.delete_offsets(req.group_id, known, broker.now_ms())
     if group_error != ErrorCode.NONE:
         return {"error_code": group_error, "throttle_time_ms": 0, "topics": []}
     errors.update(partition_errors)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
 
@@ -23,7 +23,7 @@ def _partition(index: int, value: OffsetValue | None, error: ErrorCode = ErrorCo
 
 
 def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> list[dict[str, Any]]:
-    coordinator = ctx.state.groups.coordinator
+    coordinator = ctx.broker.groups.coordinator
     wanted = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
     found = coordinator.fetch_offsets(group_id, wanted)
     # KIP-447: a consumer asking for stable offsets waits (retries) while a transaction's commit is pending.
@@ -47,7 +47,7 @@ def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: boo
 def _group_error(ctx: RequestContext, group_id: str) -> ErrorCode:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    if not ctx.state.groups.loaded.is_set():
+    if not ctx.broker.groups.loaded.is_set():
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     return ErrorCode.NONE
 

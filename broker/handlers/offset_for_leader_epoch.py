@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
 LEADER_EPOCH = 0
@@ -15,7 +15,7 @@ UNDEFINED = -1
 
 def _end_offset(ctx: RequestContext, topic_name: str, index: int, current: int, requested: int) -> dict[str, Any]:
     out = {"partition": index, "error_code": ErrorCode.NONE, "leader_epoch": UNDEFINED, "end_offset": UNDEFINED}
-    partition = ctx.state.topics.partition(topic_name, index)
+    partition = ctx.broker.topics.partition(topic_name, index)
     if partition is None:
         out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     elif current > LEADER_EPOCH:

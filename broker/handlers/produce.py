@@ -12,11 +12,11 @@ from typing import Any
 
 import trio
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
 from broker.log.partition_log import RecordBatchTooLargeError
-from broker.topics import Partition, TopicError
-from coordinator.producer_state import Verdict
+from broker.log.producer_state import Verdict
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
+from broker.services.topics import Partition, TopicError
 from protocol.header import ErrorCode
 from protocol.messages.produce import TOPIC_IDS_FROM
 from protocol.records import (
@@ -35,13 +35,13 @@ ZSTD = 4
 
 
 def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | ErrorCode:
-    topics = ctx.state.topics
+    topics = ctx.broker.topics
     topic = topics.get(topic_name)
     if topic is None:
-        if not ctx.state.config.auto_create_topics:
+        if not ctx.broker.config.auto_create_topics:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         try:
-            topic = topics.create(topic_name, now_ms=ctx.state.now_ms())
+            topic = topics.create(topic_name, now_ms=ctx.broker.now_ms())
         except TopicError as exc:
             return ErrorCode[exc.error] if exc.error != "TOPIC_ALREADY_EXISTS" else \
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -105,15 +105,15 @@ def has_transactional_records(req: Any) -> bool:
     return False
 
 
-def verify_transaction(state: Any, transactional_id: str | None, partition: Partition, producer_id: int,
+def verify_transaction(broker: Any, transactional_id: str | None, partition: Partition, producer_id: int,
                        producer_epoch: int) -> ErrorCode:
     """KIP-890 verification, called before appending a transactional batch when the producer has no open
     transaction at this epoch on the partition (its first batch there): the transaction coordinator (this
     broker's, asked synchronously, so nothing can change between the check and the append) must have the
     partition in the producer's ongoing transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH)."""
-    if not state.config.transaction_partition_verification_enable:
+    if not broker.config.transaction_partition_verification_enable:
         return ErrorCode.NONE
-    return state.txns.coordinator.producer_in_transaction(producer_id, producer_epoch,
+    return broker.txns.coordinator.producer_in_transaction(producer_id, producer_epoch,
                                                           (partition.topic, partition.index))
 
 
@@ -137,27 +137,27 @@ def _response(index: int, error: ErrorCode, message: str | None = None, base_off
             "record_errors": [], "error_message": message}
 
 
-async def _durable(state: Any, log: Any, offset: int, response: dict[str, Any]) -> None:
+async def _durable(broker: Any, log: Any, offset: int, response: dict[str, Any]) -> None:
     """Wait for the fdatasync covering `offset`; a failed one turns the answer into KAFKA_STORAGE_ERROR."""
     try:
-        await state.flusher.wait_durable(log, offset)
+        await broker.flusher.wait_durable(log, offset)
     except OSError as exc:
         response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}",
                         base_offset=-1, log_append_time_ms=-1)
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
-    state = ctx.state
+    broker = ctx.broker
     version = ctx.header.api_version
     acks = req.acks
     waits: list[tuple[Any, int, dict[str, Any]]] = []
     responses = []
-    now = state.now_ms()
+    now = broker.now_ms()
     appended = False
     by_id = version >= TOPIC_IDS_FROM
     if by_id:
         for topic_data in req.topic_data:
-            topic = state.topics.get_by_id(topic_data.topic_id)
+            topic = broker.topics.get_by_id(topic_data.topic_id)
             if topic is not None:
                 topic_data.name = topic.name
     if has_transactional_records(req) and (req.transactional_id is None or not authorized(
@@ -208,7 +208,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             producers = partition.producers
             is_transactional = header.is_transactional
             if is_transactional and not producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
-                error = verify_transaction(state, req.transactional_id, partition, header.producer_id,
+                error = verify_transaction(broker, req.transactional_id, partition, header.producer_id,
                                            header.producer_epoch)
                 if error:
                     partitions.append(_response(pdata.index, error, log_start_offset=log.log_start_offset))
@@ -251,14 +251,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
                           "partition_responses": partitions})
     if appended:
-        state.notify_append()
+        broker.appends.notify()
     if waits:
         if len(waits) == 1:
-            await _durable(state, *waits[0])
+            await _durable(broker, *waits[0])
         else:
             async with trio.open_nursery() as nursery:
                 for wait in waits:
-                    nursery.start_soon(_durable, state, *wait)
+                    nursery.start_soon(_durable, broker, *wait)
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": []}

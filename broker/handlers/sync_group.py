@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized
-from broker.dispatch import RequestContext
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
 
@@ -14,7 +14,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "protocol_type": None,
                 "protocol_name": None, "assignment": b""}
-    result = await ctx.state.groups.sync_group(
+    result = await ctx.broker.groups.sync_group(
         group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
         group_instance_id=req.group_instance_id if version >= 3 else None,
         protocol_type=req.protocol_type if version >= 5 else None,

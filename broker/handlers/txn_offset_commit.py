@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.dispatch import RequestContext
-from broker.internal_topics import partition_for
-from broker.topics import OFFSETS_TOPIC, TopicError
+from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
+from broker.services.internal_topics import partition_for
+from broker.services.topics import OFFSETS_TOPIC, TopicError
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
 
@@ -23,7 +23,7 @@ def _answer(req: Any, errors: dict[tuple[str, int], ErrorCode] | ErrorCode) -> d
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    groups, txns = ctx.state.groups, ctx.state.txns
+    groups, txns = ctx.broker.groups, ctx.broker.txns
     await groups.loaded.wait()
     await txns.loaded.wait()
     if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
@@ -43,13 +43,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if error == ErrorCode.PRODUCER_FENCED and version < 3:
             error = ErrorCode.INVALID_PRODUCER_EPOCH
         return _answer(req, error)
-    now = ctx.state.now_ms()
+    now = ctx.broker.now_ms()
     offsets = {(t.name, p.partition_index): OffsetValue(
                    p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
                    p.committed_metadata or "", now)
                for t in req.topics for p in t.partitions}
     readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
-    known = {tp: v for tp, v in offsets.items() if tp[0] in readable and ctx.state.topics.partition(*tp) is not None}
+    known = {tp: v for tp, v in offsets.items() if tp[0] in readable and ctx.broker.topics.partition(*tp) is not None}
     errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp[0] in readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
               for tp in offsets}
     if known:

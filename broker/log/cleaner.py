@@ -1,13 +1,14 @@
 """Log compaction, as Kafka's LogCleaner does it for `cleanup.policy=compact` logs.
 
 A pass over one partition log has three steps:
-- `plan_cleaning` (event-loop thread) picks the cleanable range: whole closed, flushed segments from the
-  log start up to the first of the active segment, the segment holding the first unstable offset (an open
-  transaction cannot be judged yet) and the first segment younger than min.compaction.lag.ms. Segments
-  from the cleaner checkpoint on are dirty. A log is due when dirty / cleanable bytes exceed
-  min.cleanable.dirty.ratio, when its oldest dirty batch is older than max.compaction.lag.ms, or when a
-  delete horizon set by an earlier pass has come. The job holds dups of the segments' file descriptors, so
-  that retention deleting a segment meanwhile cannot make it read a recycled descriptor.
+- `plan_cleaning` (broker.log.cleaning_plan; event-loop thread) picks the cleanable range: whole closed,
+  flushed segments from the log start up to the first of the active segment, the segment holding the
+  first unstable offset (an open transaction cannot be judged yet) and the first segment younger than
+  min.compaction.lag.ms. Segments from the cleaner checkpoint on are dirty. A log is due when dirty /
+  cleanable bytes exceed min.cleanable.dirty.ratio, when its oldest dirty batch is older than
+  max.compaction.lag.ms, or when a delete horizon set by an earlier pass has come. The job holds dups of
+  the segments' file descriptors, so that retention deleting a segment meanwhile cannot make it read a
+  recycled descriptor.
 - `CleaningJob.run` (a worker thread; it only reads and writes files) maps each key of the dirty range to
   the offset of its latest record, then rewrites each group of segments (up to segment.bytes) into one new
   segment under `cleaner/`, keeping what Kafka's cleaner keeps (`_BatchFilter`).
@@ -26,10 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from broker.durable_file import fsync_path
 from broker.log.config import LogConfig
+from broker.log.durable_file import fsync_path
 from broker.log.segment import INT32_MAX, LogSegment
 from protocol.records import (
     CONTROL_ABORT,
@@ -44,10 +44,6 @@ from protocol.records import (
     parse_batch_header,
     parse_control_record,
 )
-
-if TYPE_CHECKING:
-    from broker.log.partition_log import PartitionLog
-    from coordinator.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -361,45 +357,6 @@ def _marker_type(header: BatchHeader, data: memoryview) -> int | None:
     return parse_control_record(records[0])[0]
 
 
-# --- planning -----------------------------------------------------------------------------------------
-
-def plan_cleaning(plog: PartitionLog, producers: ProducerStateManager, *, now_ms: int, first_dirty: int,
-                  horizon_due: bool, max_map_entries: int) -> CleaningJob | None:
-    """The job a pass over this log would do now, or None when it is not due (see the module doc)."""
-    config = plog.config
-    closed, generation, active_base = plog.cleanable_segments()
-    first_unstable = producers.first_unstable_offset()
-    young_after = now_ms - config.min_compaction_lag_ms
-    chosen: list[LogSegment] = []
-    ends: list[int] = []
-    for i, segment in enumerate(closed):
-        end = closed[i + 1].base_offset if i + 1 < len(closed) else active_base
-        if first_unstable is not None and end > first_unstable:
-            break
-        if config.min_compaction_lag_ms > 0 and segment.largest_timestamp() > young_after:
-            break
-        chosen.append(segment)
-        ends.append(end)
-    if not chosen:
-        return None
-    first_dirty = max(first_dirty, plog.log_start_offset)
-    dirty = [(s, end) for s, end in zip(chosen, ends, strict=True) if end > first_dirty]
-    dirty_bytes = sum(s.size for s, _ in dirty)
-    total_bytes = sum(s.size for s in chosen)
-    due = horizon_due
-    if dirty_bytes > 0 and total_bytes > 0:
-        due = due or dirty_bytes / total_bytes > config.min_cleanable_dirty_ratio
-        first_timestamp = dirty[0][0].first_batch_timestamp()
-        due = due or (first_timestamp >= 0 and now_ms - first_timestamp > config.max_compaction_lag_ms)
-    if not due:
-        return None
-    views = [SegmentView(s.base_offset, end, s.size, os.dup(s.fd), len(s.offset_index), len(s.time_index),
-                         os.fstat(s.fd).st_mtime_ns) for s, end in zip(chosen, ends, strict=True)]
-    aborted = sorted(((a.producer_id, a.first_offset) for a in producers.aborted), key=lambda a: a[1])
-    return CleaningJob(plog.directory, config, now_ms, views, first_dirty, aborted, producers.last_batches(),
-                       max_map_entries, chosen, generation)
-
-
 def _groups(segments: list[SegmentView], config: LogConfig) -> Iterator[list[SegmentView]]:
     """Consecutive segments whose cleaned output fits one segment (Kafka's groupSegmentsBySize): their
     sizes within segment.bytes, their indexes within segment.index.bytes, offsets relative to the first
@@ -441,4 +398,4 @@ def _batches(segment: SegmentView) -> Iterator[tuple[BatchHeader, memoryview]]:
         position = buf_start + end
 
 
-__all__ = ["CLEANER_DIR", "REPLACES_FILE", "BatchRetention", "CleaningJob", "CleaningResult", "plan_cleaning"]
+__all__ = ["CLEANER_DIR", "REPLACES_FILE", "BatchRetention", "CleaningJob", "CleaningResult", "SegmentView"]

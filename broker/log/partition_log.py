@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.durable_file import fsync_path, write_atomically
 from broker.log.cleaner import CLEANER_DIR, REPLACES_FILE, CleaningJob, CleaningResult
 from broker.log.config import LogConfig
+from broker.log.durable_file import fsync_path, write_atomically
 from broker.log.segment import LogSegment, file_name
 from protocol.records import (
     BatchHeader,

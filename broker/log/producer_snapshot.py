@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from broker.durable_file import write_atomically
+from broker.log.durable_file import write_atomically
 from broker.log.partition_log import PartitionLog
-from coordinator.producer_state import MarkerReader, ProducerStateManager
+from broker.log.producer_state import MarkerReader, ProducerStateManager
 from protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,

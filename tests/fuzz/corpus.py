@@ -9,7 +9,7 @@ import struct
 import uuid
 from typing import Any
 
-from broker.dispatch import table
+from broker.server.dispatch import table
 from protocol.header import RequestHeader, encode_request_header
 from protocol.records import (
     COMPRESSION_GZIP,

@@ -11,7 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from protocol.header import ApiKey
 from tests.fuzz import corpus
 from tests.kafka_wire import api_versions_round_trip

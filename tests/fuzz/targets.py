@@ -5,8 +5,8 @@ code. Anything else would reach the server's catch-all: a bug."""
 
 from __future__ import annotations
 
-from broker.dispatch import lookup
 from broker.handlers.produce import validate
+from broker.server.dispatch import lookup
 from protocol.errors import DecodeError
 from protocol.header import ApiKey, parse_request_header
 from protocol.records import CorruptRecordError, decode_records, iter_batches

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from confluent_kafka import Producer
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from tests.kafka_wire import WireClient
 
 

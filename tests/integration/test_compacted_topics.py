@@ -14,7 +14,7 @@ from confluent_kafka.admin import NewTopic as NewConfluentTopic
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from protocol.records import Record, build_batch
 from tests.kafka_wire import WireClient
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import resource
 import time
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 from protocol.records import Record, build_batch
 from tests.kafka_wire import WireClient, idempotent_batch
 

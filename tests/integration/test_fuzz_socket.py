@@ -53,7 +53,7 @@ def test_a_long_poll_ends_with_its_connection(minibroker_server, topic_name):
 def test_half_a_frame_then_silence_is_closed_when_idle(tmp_path):
     """A client that sends half a frame and stalls holds nothing but its connection, which
     connections.max.idle.ms closes; others are served meanwhile."""
-    from broker.testing import BrokerThread
+    from broker.testkit import BrokerThread
 
     with BrokerThread(tmp_path, connections_max_idle_ms=500) as broker:
         host, port = broker.bootstrap.rsplit(":", 1)

@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, OffsetAndMetadata, TopicPartition
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 
 from .conftest import wait_until
 from .group_helpers import (

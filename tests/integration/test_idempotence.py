@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 from tests.kafka_wire import WireClient, idempotent_batch
 
 NONE = 0

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import Listener
-from broker.testing import BrokerThread
+from broker.config.options import Listener
+from broker.testkit import BrokerThread
 from tests.integration.chaos_proxy import ChaosProxy
 from tests.integration.conftest import wait_until
 

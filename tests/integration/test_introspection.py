@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, Producer
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from tests.integration.conftest import wait_until
 
 

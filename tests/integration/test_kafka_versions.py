@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from protocol.header import ErrorCode
 from protocol.records import Record, build_batch
 from tests.kafka_wire import WireClient

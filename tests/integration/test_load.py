@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 from tests.load.run import connections_and_clients, idle_connections_closed, raise_fd_limit, slow_reader
 
 

@@ -7,7 +7,7 @@ import urllib.request
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from tests.integration.conftest import wait_until
 from tests.kafka_wire import WireClient
 

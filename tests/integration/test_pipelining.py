@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import struct
 
-from protocol.header import RequestHeader, encode_request_header
+from protocol.header import RequestHeader, encode_request_header, request_spec
 from protocol.records import Record, build_batch
-from protocol.schema import request_spec
 from tests.kafka_wire import WireClient
 
 PRODUCE, METADATA = 0, 3

@@ -1,6 +1,6 @@
 """The partition side of transactions against a running broker: transactional batches produced over a
 raw socket (producer id from a real InitProducerId), markers appended in the broker's thread with
-`append_marker` (no transaction coordinator involved: the broker runs with Kafka's
+`MarkerWriter.append_marker` (no transaction coordinator involved: the broker runs with Kafka's
 transaction.partition.verification.enable=false, which accepts such batches), then Fetch/ListOffsets/
 DescribeProducers over the wire and real consumers (kafka-python, confluent-kafka) in both isolation
 levels; the state survives a restart from its snapshot, from an older snapshot plus replay, and from the
@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from broker.log.producer_snapshot import SNAPSHOT_NAME
-from broker.markers import append_marker
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from protocol.records import Record, build_batch, decode_records, iter_batches
 from protocol.schema import message
 from tests.integration.conftest import wait_until
@@ -95,8 +94,8 @@ def _stored(records: bytes) -> list[tuple[int, bool, list[bytes | None]]]:
 def _marker(broker: Any, topic: str, pid: int, epoch: int, commit: bool, coordinator_epoch: int = 0
             ) -> tuple[int, int]:
     def run(state: Any) -> tuple[int, int]:
-        return append_marker(state, state.topics.partition(topic, 0), pid, epoch, coordinator_epoch, commit,
-                             state.now_ms())
+        return state.markers.append_marker(state.topics.partition(topic, 0), pid, epoch, coordinator_epoch, commit,
+                                           state.now_ms())
     return broker.call(run)
 
 
@@ -192,7 +191,7 @@ def test_produce_and_marker_validation(minibroker_server, topic_name):
 
         def on_offsets(state: Any) -> tuple[int, int]:
             partition = state.groups.offsets_topic().partitions[0]
-            return append_marker(state, partition, pid, 1, 3, False, state.now_ms())
+            return state.markers.append_marker(partition, pid, 1, 3, False, state.now_ms())
         assert broker.call(on_offsets) == (NONE, 0)
 
 
@@ -208,7 +207,7 @@ def test_read_committed_fetch_waits_for_the_marker(minibroker_server, topic_name
         assert [b[0] for b in _stored(now.responses[0].partitions[0].records)] == [8]
 
         correlation = poller.send(1, 12, _fetch_body(topic_name, 8, READ_COMMITTED, max_wait_ms=60000, min_bytes=1))
-        wait_until(lambda: broker.call(lambda s: s.append_event.statistics().tasks_waiting) >= 1,
+        wait_until(lambda: broker.call(lambda s: s.appends.event.statistics().tasks_waiting) >= 1,
                    message="the fetch to park")
         started = time.monotonic()
         assert _marker(broker, topic_name, p1, 0, True) == (NONE, 9)

@@ -8,7 +8,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 
 from .conftest import wait_until
 

@@ -7,7 +7,7 @@ import json
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 
 pytest_plugins = ["pytester"]
 

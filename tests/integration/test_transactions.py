@@ -22,9 +22,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from kafka import KafkaAdminClient, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KpTopicPartition
 
-from broker.config import BrokerConfig, Listener
-from broker.state import BrokerState
-from broker.testing import BrokerProcess
+from broker.app import Broker
+from broker.config.options import BrokerConfig, Listener
+from broker.server.dispatch import version_profile
+from broker.testkit import BrokerProcess
 from coordinator.txn import TxnState
 from protocol.header import ErrorCode
 
@@ -452,7 +453,8 @@ def _write_prepare_offline(data_dir, txn_id: str, commit: bool) -> None:
     """With the broker down, open its data dir in-process and move `txn_id` from Ongoing to PrepareCommit
     (PrepareAbort) exactly as EndTxn does: the coordinator's end_txn gives the transit and TxnService.write
     appends it to `__transaction_state` and completes it, but no marker is sent."""
-    state = BrokerState(BrokerConfig(listeners=[Listener("127.0.0.1", 0)], data_dir=data_dir))
+    config = BrokerConfig(listeners=[Listener("127.0.0.1", 0)], data_dir=data_dir)
+    state = Broker(config, version_profile(config.kafka_version))
     try:
         state.txns.load()  # replay __transaction_state, as TxnService.run does at startup
         txn = state.txns.coordinator.describe(txn_id)

@@ -7,7 +7,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from broker.testing import BrokerThread
+from broker.testkit import BrokerThread
 from tests.kafka_wire import WireClient
 
 JOIN_GROUP, SYNC_GROUP = 11, 14

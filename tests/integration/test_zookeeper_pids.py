@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 from tests.integration.conftest import wait_until
 from tests.kafka_wire import WireClient, idempotent_batch
 from tests.zookeeper_server import ZooKeeperServer, available

@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 from tests.kafka_wire import WireClient, api_versions_round_trip
 
 
@@ -203,8 +203,7 @@ def slow_reader(broker: BrokerProcess, requests: int, fetch_bytes: int = 1 << 20
     host, port = broker.bootstrap.rsplit(":", 1)
     slow = socket.create_connection((host, int(port)), timeout=60)
     slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    from protocol.header import RequestHeader, encode_request_header
-    from protocol.schema import request_spec
+    from protocol.header import RequestHeader, encode_request_header, request_spec
 
     spec = request_spec(1)
     assert spec is not None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 from tests.pipeline.conftest import MASTER, spark_available
 
 pytestmark = pytest.mark.pipeline

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.dispatch import table
+from broker.server.dispatch import table
 from protocol.schema import (
     DecodeError,
     MessageSpec,

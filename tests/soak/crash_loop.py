@@ -31,7 +31,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.testing import BrokerProcess
+from broker.testkit import BrokerProcess
 
 IDEM_TOPIC, TXN_TOPIC = "crash-idem", "crash-txn"
 IDEM_PARTITIONS, TXN_PARTITIONS = 3, 2

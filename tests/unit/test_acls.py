@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.acl_store import AclStore
-from broker.acls import (
+from broker.security.acl_store import AclStore
+from broker.security.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig, Listener
-from broker.dynamic_config import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, DynamicConfigs
+from broker.config.dynamic import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, DynamicConfigs
+from broker.config.options import BrokerConfig, Listener
 
 
 def make(tmp_path: Path, **static) -> tuple[BrokerConfig, DynamicConfigs]:

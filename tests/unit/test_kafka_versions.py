@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.broker_version_data import BROKER_API_VERSIONS, infer_broker_version_from_api_versions
 
-from broker.config import BrokerConfig
-from broker.dispatch import table
-from broker.kafka_versions import METADATA_VERSION, RELEASE_API_VERSIONS, check_release, releases, resolve
+from broker.config.kafka_versions import METADATA_VERSION, RELEASE_API_VERSIONS, check_release, releases
+from broker.config.options import BrokerConfig
+from broker.server.dispatch import table
+from broker.server.dispatch import version_profile as resolve
 
 RELEASES = releases()
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from broker.log.cleaner import CLEANER_DIR, plan_cleaning
+from broker.log.cleaner import CLEANER_DIR
+from broker.log.cleaning_plan import plan_cleaning
 from broker.log.config import LogConfig
 from broker.log.partition_log import SWAP_DIR, PartitionLog
-from coordinator.producer_state import ProducerStateManager
+from broker.log.producer_state import ProducerStateManager
 from protocol.records import (
     COMPRESSION_GZIP,
     CONTROL_ABORT,

@@ -39,5 +39,5 @@ def test_the_broker_logs_json(tmp_path):
         if proc.poll() is None:
             proc.kill()
     events = [json.loads(line) for line in lines + rest.splitlines(keepends=True) if line.startswith("{")]
-    assert any(e["logger"] == "broker.server" and "listening on" in e["message"] for e in events)
+    assert any(e["logger"] == "broker.server.server" and "listening on" in e["message"] for e in events)
     assert any(e["message"] == "broker stopped" for e in events)

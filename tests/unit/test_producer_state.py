@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from coordinator.producer_state import (
+from broker.log.producer_state import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     INT32_MAX,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.config import OPTIONS
+from broker.config.options import OPTIONS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from broker.topics import Partition, Topic
+from broker.services.topics import Partition, Topic, TopicManager
 from protocol.records import BatchHeader, CorruptRecordError, Record, decode_records, iter_batches
-
-if TYPE_CHECKING:
-    from broker.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +29,12 @@ def partition_for(key: str, partitions: int) -> int:
     return (java_string_hash(key) & 0x7FFFFFFF) % partitions
 
 
-def internal_topic(state: BrokerState, name: str) -> Topic:
+def internal_topic(topics: TopicManager, name: str, now_ms: int) -> Topic:
     """The topic, created with Kafka's settings for it on first use (Kafka creates it on the first
     FindCoordinator)."""
-    topic = state.topics.get(name)
+    topic = topics.get(name)
     if topic is None:
-        topic = state.topics.create(name, now_ms=state.now_ms())
+        topic = topics.create(name, now_ms=now_ms)
     return topic
 
 

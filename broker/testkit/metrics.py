@@ -87,7 +87,7 @@ class Metrics:
                     self.bytes_out[name] += size
                     self.messages_out[name] += count
 
-    def render(self, state: Any, connections: int) -> str:
+    def render(self, broker: Any, connections: int) -> str:
         lines: list[str] = []
 
         def family(name: str, kind: str, help_text: str) -> None:
@@ -119,7 +119,7 @@ class Metrics:
                 lines.append(f'minibroker_{name}{{topic="{_escape(topic)}"}} {n}')
         family("connections", "gauge", "Client connections open.")
         lines.append(f"minibroker_connections {connections}")
-        groups = state.__dict__.get("groups")  # only once the group coordinator has started
+        groups = broker.__dict__.get("groups")  # only once the group coordinator has started
         family("groups", "gauge", "Consumer groups per state.")
         family("group_rebalances_total", "counter", "Rebalances started.")
         if groups is not None:
@@ -129,7 +129,7 @@ class Metrics:
             for name, n in sorted(per_state.items()):
                 lines.append(f'minibroker_groups{{state="{name}"}} {n}')
             lines.append(f"minibroker_group_rebalances_total {groups.coordinator.rebalances}")
-        txns = state.__dict__.get("txns")
+        txns = broker.__dict__.get("txns")
         family("transactions", "gauge", "Transactional ids per transaction state.")
         if txns is not None:
             per_state = defaultdict(int)
@@ -138,7 +138,7 @@ class Metrics:
             for name, n in sorted(per_state.items()):
                 lines.append(f'minibroker_transactions{{state="{name}"}} {n}')
         family("partition_log_bytes", "gauge", "Bytes in each partition's log.")
-        for topic in state.topics:
+        for topic in broker.topics:
             for partition in topic.partitions:
                 lines.append(f'minibroker_partition_log_bytes{{topic="{_escape(topic.name)}",'
                              f'partition="{partition.index}"}} {partition.log.size_bytes}')

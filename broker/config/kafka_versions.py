@@ -18,6 +18,7 @@ version inference against real brokers; tests/unit/test_kafka_versions.py compar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,18 +129,17 @@ def check_release(kafka_version: str) -> str:
     return release
 
 
-def resolve(kafka_version: str = DEFAULT) -> VersionProfile:
-    """The profile of `kafka_version` ("3.9", "4.0.1": the patch level does not change the ranges).
-    Raises ValueError for a release without a table."""
-    from broker.dispatch import table
-
+def resolve(served: Mapping[int, tuple[int, int, int]], kafka_version: str = DEFAULT) -> VersionProfile:
+    """The profile of `kafka_version` ("3.9", "4.0.1": the patch level does not change the ranges), cut to
+    `served` ({api_key: (min accepted, max, min advertised)}: the server's dispatch table says what it
+    serves). Raises ValueError for a release without a table."""
     release = check_release(kafka_version)
     advertised, accepted = {}, {}
     for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
-        api = table().get(key)
-        if api is None or hi < api.min_version:
+        ours = served.get(key)
+        if ours is None or hi < ours[0]:
             continue
-        hi = min(hi, api.max_version)
-        accepted[key] = (max(lo, api.min_version), hi)
-        advertised[key] = (max(lo, api.advertised_range[0]), hi)
+        hi = min(hi, ours[1])
+        accepted[key] = (max(lo, ours[0]), hi)
+        advertised[key] = (max(lo, ours[2]), hi)
     return VersionProfile(release, advertised, accepted, _features(release))

@@ -15,24 +15,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from broker.config import kafka_versions
 from protocol.header import ApiKey
-
-# Without SASL or SSL every client is Kafka's anonymous principal.
-ANONYMOUS = "User:ANONYMOUS"
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    header: Any  # protocol.header.RequestHeader
-    state: Any  # broker.state.BrokerState
-    endpoint: Any  # broker.state.Endpoint the client connected to
-    peer: str
-    principal: str = ANONYMOUS
-
-    @property
-    def client_host(self) -> str:
-        """The client's address as ACL hosts name it ("127.0.0.1", "::1")."""
-        return self.peer.rpartition(":")[0] if ":" in self.peer else self.peer
 
 
 @dataclass(eq=False)
@@ -189,3 +173,13 @@ def load_handlers() -> None:
 
 def lookup(api_key: int) -> Api | None:
     return table().get(api_key)
+
+
+def served() -> dict[int, tuple[int, int, int]]:
+    """{api_key: (min accepted, max, min advertised)} of every API this broker serves."""
+    return {key: (api.min_version, api.max_version, api.advertised_range[0]) for key, api in table().items()}
+
+
+def version_profile(kafka_version: str = kafka_versions.DEFAULT) -> kafka_versions.VersionProfile:
+    """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version)."""
+    return kafka_versions.resolve(served(), kafka_version)

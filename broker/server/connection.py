@@ -1,6 +1,6 @@
-"""The trio server: listeners, one task per connection, responses in request order, graceful shutdown.
+"""One client connection: socket -> frame (4-byte size + body) -> header -> decoded request -> handler ->
+encoded response.
 
-socket -> frame (4-byte size + body) -> header -> decoded request -> handler -> encoded response.
 Requests of one connection are started in arrival order; handlers that wait (acks=all durability,
 Fetch long poll) run as tasks so later requests can proceed; responses leave strictly in request order,
 those that are ready coalesced into one write.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import socket
 import struct
 import time
 from collections import deque
@@ -20,12 +19,12 @@ from typing import Any
 
 import trio
 
-from broker.config import BrokerConfig, Listener
-from broker.dispatch import Api, RequestContext, load_handlers, lookup
-from broker.faults import FaultAction, FaultInjector, error_response
-from broker.metrics import Metrics
-from broker.state import BrokerState, Endpoint
-from broker.trace import Tracer
+from broker.app import Endpoint
+from broker.handlers.context import RequestContext
+from broker.server.dispatch import Api, lookup
+from broker.testkit.faults import FaultAction, FaultInjector, error_response
+from broker.testkit.metrics import Metrics
+from broker.testkit.trace import Tracer
 from protocol.errors import DecodeError
 from protocol.header import (
     ApiKey,
@@ -62,6 +61,15 @@ class _Slot:
     request: Any = None  # the decoded request, for the per-topic metrics
 
 
+@dataclass(slots=True, eq=False)
+class Instruments:
+    """The test kit's instruments every connection reports to (shared, set up by the server)."""
+
+    faults: FaultInjector
+    metrics: Metrics
+    tracer: Tracer | None = None  # --trace FILE
+
+
 def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
     header = _CORRELATION_V0.pack(correlation_id) if header_version == 0 else \
         _CORRELATION_V1.pack(correlation_id, 0)
@@ -78,9 +86,10 @@ class Connection:
     the socket does not take goes to the writer task, and until it has drained no more requests are read.
     """
 
-    def __init__(self, server: Server, stream: trio.SocketStream, endpoint: Endpoint) -> None:
-        self.server = server
-        self.state = server.state
+    def __init__(self, broker: Any, instruments: Instruments, stream: trio.SocketStream,
+                 endpoint: Endpoint) -> None:
+        self.broker = broker
+        self.instruments = instruments
         self.stream = stream
         self.endpoint = endpoint
         try:
@@ -133,8 +142,8 @@ class Connection:
             self._progress = None
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
-        max_frame = self.state.config.socket_request_max_bytes
-        idle_s = self.state.config.connections_max_idle_ms / 1000
+        max_frame = self.broker.config.socket_request_max_bytes
+        idle_s = self.broker.config.connections_max_idle_ms / 1000
         sock = self.stream.socket
         buf = bytearray()
         started = 0
@@ -222,7 +231,7 @@ class Connection:
             log.warning("closing %s: malformed request header: %s", self.peer, exc)
             return False
         api = lookup(header.api_key)
-        versions = self.state.versions
+        versions = self.broker.versions
         if api is None or header.api_key not in versions.accepted:
             log.warning("closing %s: unknown api key %d", self.peer, header.api_key)
             return False
@@ -243,17 +252,17 @@ class Connection:
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
-        ctx = RequestContext(header, self.state, self.endpoint, self.peer)
+        ctx = RequestContext(header, self.broker, self.endpoint, self.peer)
         slot = _Slot(started=time.perf_counter(), request=request)
-        tracer = self.server.tracer
+        tracer = self.instruments.tracer
         if tracer is not None:
             if api.key == ApiKey.API_VERSIONS and version >= 3:
                 self._software = f"{request.client_software_name}/{request.client_software_version}"
             tracer.request(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
                            request)
-        faults = self.server.faults
+        faults = self.instruments.faults
         if faults.active:
-            rule = faults.match(api.key, header.client_id, request, self.state.now_ms(), self._topic_name)
+            rule = faults.match(api.key, header.client_id, request, self.broker.now_ms(), self._topic_name)
             if rule is not None:
                 log.info("fault %d (%s) on %s v%d from %s", rule.id, rule.action.value, api.key.name, version,
                          self.peer)
@@ -284,8 +293,8 @@ class Connection:
     def _unsupported_version(self, api: Api, version: int, frame: bytes, offset: int) -> bytes | None:
         if api.key == ApiKey.API_VERSIONS:
             from broker.handlers.api_versions import unsupported_version_body
-            return api.response.encode(0, unsupported_version_body(self.state.versions))
-        if api.reject_old is not None and self.state.versions.advertised[api.key][0] <= version < api.min_version:
+            return api.response.encode(0, unsupported_version_body(self.broker.versions))
+        if api.reject_old is not None and self.broker.versions.advertised[api.key][0] <= version < api.min_version:
             try:
                 return api.reject_old(version, frame, offset)
             except DecodeError:
@@ -324,14 +333,14 @@ class Connection:
         return {"client_id": header.client_id, "software": self._software}
 
     def _topic_name(self, topic_id: Any) -> str | None:
-        topic = self.state.topics.get_by_id(topic_id)
+        topic = self.broker.topics.get_by_id(topic_id)
         return None if topic is None else topic.name
 
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
-        if api.key == ApiKey.METADATA and self.server.faults.active and isinstance(response, dict):
-            _hide_leaders(response, self.server.faults.unavailable_leaders(self.state.now_ms()))
+        if api.key == ApiKey.METADATA and self.instruments.faults.active and isinstance(response, dict):
+            _hide_leaders(response, self.instruments.faults.unavailable_leaders(self.broker.now_ms()))
         version = ctx.header.api_version
-        tracer = self.server.tracer
+        tracer = self.instruments.tracer
         if tracer is not None:
             note = "connection closed (request failed)" if response is CloseConnection else \
                 "not sent: connection dropped (fault rule)" if slot.drop else None
@@ -342,8 +351,8 @@ class Connection:
             self._answer(slot, None, close=True)
             return
         try:
-            self.server.metrics.observe(api.key, version, slot.request, response, time.perf_counter() - slot.started,
-                                        self._topic_name)
+            self.instruments.metrics.observe(api.key, version, slot.request, response,
+                                             time.perf_counter() - slot.started, self._topic_name)
         except Exception:  # a metric is never worth a request
             log.exception("metrics of %s v%d", api.key.name, version)
         slot.request = None
@@ -443,165 +452,3 @@ def _hide_leaders(response: dict[str, Any], hidden: set[tuple[str, int]]) -> Non
             if (topic.get("name"), partition.get("partition_index")) in hidden:
                 partition.update(error_code=ErrorCode.LEADER_NOT_AVAILABLE, leader_id=-1, leader_epoch=-1,
                                  isr_nodes=[])
-
-
-COORDINATOR_START_DELAY_S = 0.5
-
-
-class Server:
-    """Runs the broker until `shutdown()`; `listen_addresses` are the bound (host, port) pairs."""
-
-    def __init__(self, config: BrokerConfig) -> None:
-        self.config = config
-        self.state: BrokerState | None = None
-        self.listen_addresses: list[tuple[str, int]] = []
-        self._shutdown = trio.Event()
-        self.stopped = trio.Event()
-        self._connections: set[Connection] = set()
-        self.faults = FaultInjector()  # rules set by tests (BrokerThread, the admin endpoint)
-        self.metrics = Metrics()
-        self.tracer: Tracer | None = None  # --trace FILE
-        self.admin_address: tuple[str, int] | None = None
-
-    def shutdown(self) -> None:
-        self._shutdown.set()
-
-    def render_metrics(self) -> str:
-        """The Prometheus text of GET /metrics."""
-        assert self.state is not None
-        return self.metrics.render(self.state, self.connection_count)
-
-    @property
-    def connection_count(self) -> int:
-        """Client connections being served now."""
-        return len(self._connections)
-
-    async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
-        self.state = BrokerState(self.config)
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.state.run_retention)
-                nursery.start_soon(self.state.run_producer_expiration)
-                if self.config.log_cleaner_enable:
-                    nursery.start_soon(self.state.log_cleaner.run)
-                self.state.services = nursery
-                if self.config.trace_file:
-                    self.tracer = Tracer(str(self.config.trace_file))
-                    nursery.start_soon(self._flush_trace)
-                if self.config.admin_listen:
-                    from broker.admin_http import serve
-                    from broker.config import parse_host_port
-
-                    host, port = parse_host_port(self.config.admin_listen, default_port=0)
-                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.state.now_ms,
-                                                             self.render_metrics)
-                async with trio.open_nursery() as conn_nursery:
-                    accept_scopes = await self._start_listeners(conn_nursery)
-                    task_status.started(self)
-                    nursery.start_soon(self._start_coordinators)
-                    await self._shutdown.wait()
-                    log.info("shutting down: no new connections, finishing in-flight requests")
-                    for scope in accept_scopes:
-                        scope.cancel()
-                    for conn in list(self._connections):
-                        conn.read_scope.cancel()
-                    conn_nursery.cancel_scope.deadline = trio.current_time() + \
-                        self.config.shutdown_timeout_ms / 1000
-                nursery.cancel_scope.cancel()
-        finally:
-            if self.tracer is not None:
-                self.tracer.close()
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(self.state.close)
-            self.stopped.set()
-            log.info("broker stopped")
-
-    async def _flush_trace(self) -> None:
-        assert self.tracer is not None
-        while True:
-            await trio.sleep(0.5)
-            self.tracer.flush()
-
-    async def _start_coordinators(self) -> None:
-        """The group and transaction coordinators start with the first request that needs them, or here,
-        shortly after the listeners (a transaction left in Prepare* by a crash is completed then); the
-        remaining handler modules are loaded then too."""
-        await trio.sleep(COORDINATOR_START_DELAY_S)
-        assert self.state is not None
-        _ = self.state.groups, self.state.txns  # first use starts them
-        load_handlers()
-
-    async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
-        scopes = []
-        for index, listener in enumerate(self.config.listeners):
-            sockets = await _open_listeners(listener)
-            for sock_listener in sockets:
-                host, port = sock_listener.socket.getsockname()[:2]
-                self.listen_addresses.append((host, port))
-                bound_host = _advertised_host(listener.host, host)
-                endpoint = Endpoint(listener.advertised_host or bound_host, listener.advertised_port or port,
-                                    index, bound_host, port)
-                self.state.endpoints.append(endpoint)
-                scope = trio.CancelScope()
-                scopes.append(scope)
-                conn_nursery.start_soon(self._accept_loop, sock_listener, endpoint, conn_nursery, scope)
-                log.info("listening on %s:%d (advertised as %s:%d)", host, port, endpoint.host, endpoint.port)
-        return scopes
-
-    async def _accept_loop(self, listener: trio.SocketListener, endpoint: Endpoint,
-                           conn_nursery: trio.Nursery, scope: trio.CancelScope) -> None:
-        with scope:
-            async with listener:
-                while True:
-                    try:
-                        stream = await listener.accept()
-                    except OSError as exc:  # EMFILE and friends: back off rather than spin
-                        log.error("accept failed: %s", exc)
-                        await trio.sleep(0.1)
-                        continue
-                    try:
-                        stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    except OSError:
-                        pass
-                    conn_nursery.start_soon(self._serve_connection, stream, endpoint)
-
-    async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
-        conn = Connection(self, stream, endpoint)
-        self._connections.add(conn)
-        try:
-            await conn.run()
-        finally:
-            self._connections.discard(conn)
-
-
-def _advertised_host(configured: str, bound: str) -> str:
-    if configured in ("", "0.0.0.0", "::"):
-        return socket.gethostname()
-    return configured
-
-
-async def _open_listeners(listener: Listener) -> list[trio.SocketListener]:
-    """Bind every address the host resolves to (localhost: 127.0.0.1 and ::1) on one port."""
-    host = listener.host or None
-    if listener.port != 0:
-        return await trio.open_tcp_listeners(listener.port, host=host)
-    # Port 0: let the kernel pick for the first address, then reuse that port for the others.
-    infos = await trio.socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    listeners: list[trio.SocketListener] = []
-    port = 0
-    for family, _type, proto, _canon, sockaddr in infos:
-        sock = trio.socket.socket(family, socket.SOCK_STREAM, proto)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            await sock.bind((sockaddr[0], port, *sockaddr[2:]))
-            sock.listen(socket.SOMAXCONN)
-        except OSError:
-            sock.close()
-            if listeners:
-                continue  # e.g. no IPv6 on this machine
-            raise
-        port = sock.getsockname()[1]
-        listeners.append(trio.SocketListener(sock))
-    return listeners

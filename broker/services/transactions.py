@@ -3,7 +3,7 @@ timeouts and recovery. The state machine itself is coordinator/txn.py (pure logi
 
 Every transit is written to the transactional id's partition of `__transaction_state` and completed once
 that write is durable. After PrepareCommit/PrepareAbort, EndTxn is answered and the markers go to every
-partition of the transaction through WriteTxnMarkers (to this broker: the handler's function is called
+partition of the transaction through WriteTxnMarkers (to this broker: broker.services.markers,
 in-process), retried until each partition has its COMMIT/ABORT control batch; then Complete* is written.
 """
 
@@ -13,12 +13,17 @@ import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import trio
 
-from broker.internal_topics import internal_topic, partition_for, stored_batches
-from broker.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError
+from broker.clock import Clock
+from broker.config.options import BrokerConfig
+from broker.log.flusher import GroupFlusher
+from broker.services.appends import AppendSignal
+from broker.services.internal_topics import internal_topic, partition_for, stored_batches
+from broker.services.markers import MarkerWriter
+from broker.services.producer_ids import ProducerIds
+from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError, TopicManager
 from coordinator.txn import (
     InitResult,
     TransactionCoordinator,
@@ -38,9 +43,6 @@ from protocol.txn_records import (
     encode_txn_key,
     encode_txn_value,
 )
-
-if TYPE_CHECKING:
-    from broker.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +82,16 @@ def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
 
 
 class TxnService:
-    def __init__(self, state: BrokerState) -> None:
-        self.state = state
-        c = state.config
+    def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, flusher: GroupFlusher,
+                 appends: AppendSignal, producer_ids: ProducerIds, markers: MarkerWriter) -> None:
+        self.config = config
+        self.topics = topics
+        self.clock = clock
+        self.flusher = flusher
+        self.appends = appends
+        self.producer_ids = producer_ids
+        self.markers = markers
+        c = config
         self.coordinator = TransactionCoordinator(TxnConfig(max_timeout_ms=c.transaction_max_timeout_ms,
                                                             id_expiration_ms=c.transactional_id_expiration_ms))
         self.loaded = trio.Event()
@@ -92,7 +101,7 @@ class TxnService:
     # -- the state topic -----------------------------------------------------------------------------
     def state_topic(self) -> Topic:
         """`__transaction_state`, created on first use."""
-        return internal_topic(self.state, TRANSACTION_STATE_TOPIC)
+        return internal_topic(self.topics, TRANSACTION_STATE_TOPIC, self.clock.now_ms())
 
     def partition_of(self, transactional_id: str) -> Partition:
         topic = self.state_topic()
@@ -110,10 +119,10 @@ class TxnService:
         batch = build_batch([LogRecord(0, 0, encode_txn_key(TxnKey(transit.transactional_id)), value)],
                             base_timestamp=transit.update_ms)
         try:
-            result = partition.log.append(batch, now_ms=self.state.now_ms())
-            self.state.notify_append()
+            result = partition.log.append(batch, now_ms=self.clock.now_ms())
+            self.appends.notify()
             if durable:
-                await self.state.flusher.wait_durable(partition.log, result.last_offset)
+                await self.flusher.wait_durable(partition.log, result.last_offset)
         except OSError as exc:
             self.coordinator.abandon(transit)
             log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value, exc)
@@ -127,11 +136,11 @@ class TxnService:
         await self.loaded.wait()
         new_pid = None
         if self.coordinator.needs_new_producer_id(transactional_id, expected[1] if expected else None):
-            error, new_pid = await self.state.new_producer_id()
+            error, new_pid = await self.producer_ids.new_id()
             if error != ErrorCode.NONE:
                 return InitResult(error)
         result = self.coordinator.init_producer_id(transactional_id, timeout_ms, expected, new_pid,
-                                                   self.state.now_ms())
+                                                   self.clock.now_ms())
         if result.transit is None:
             return result
         try:
@@ -177,16 +186,14 @@ class TxnService:
                 done.set()
 
     async def _markers_then_complete(self, transit: TxnTransit) -> None:
-        from broker.handlers.write_txn_markers import write_markers  # the handler's core, in-process
-
         commit = transit.state is TxnState.PREPARE_COMMIT
         remaining: dict[str, list[int]] = defaultdict(list)
         for topic, index in transit.partitions:
             remaining[topic].append(index)
         delays = iter(_MARKER_RETRY_S)
         while remaining:
-            results = await write_markers(self.state, [(transit.producer_id, transit.producer_epoch, commit,
-                                                         COORDINATOR_EPOCH, dict(remaining))])
+            results = await self.markers.write([(transit.producer_id, transit.producer_epoch, commit,
+                                                 COORDINATOR_EPOCH, dict(remaining))])
             retry: dict[str, list[int]] = defaultdict(list)
             for (topic, index), error in results.items():
                 if error == ErrorCode.NONE:
@@ -201,7 +208,7 @@ class TxnService:
                 log.warning("transaction %s: retrying markers for %s", transit.transactional_id, dict(remaining))
                 await trio.sleep(next(delays, _MARKER_RETRY_S[-1]))
         while True:
-            complete = self.coordinator.prepare_complete(transit.transactional_id, self.state.now_ms())
+            complete = self.coordinator.prepare_complete(transit.transactional_id, self.clock.now_ms())
             if complete is None:
                 return
             try:
@@ -225,7 +232,7 @@ class TxnService:
             await self._run_timeouts()
 
     def load(self) -> None:
-        topic = self.state.topics.get(TRANSACTION_STATE_TOPIC)
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
         if topic is not None:
             for partition in topic.partitions:
                 for txn_id, value in _replay(partition):
@@ -236,7 +243,7 @@ class TxnService:
     async def _run_timeouts(self) -> None:
         assert self._nursery is not None
         while True:
-            now = self.state.now_ms()
+            now = self.clock.now_ms()
             deadline = self.coordinator.next_timeout()
             if deadline is not None and deadline <= now:
                 for transit in self.coordinator.abort_timed_out(now):
@@ -244,14 +251,14 @@ class TxnService:
                 continue
             self._wake = trio.Event()
             wait = math.inf if deadline is None else (deadline - now) / 1000
-            await self.state.clock.wait(self._wake,
-                                        min(wait, self.state.config.transaction_abort_timed_out_interval_ms / 1000))
+            await self.clock.wait(self._wake,
+                                        min(wait, self.config.transaction_abort_timed_out_interval_ms / 1000))
 
     async def _run_expiry(self) -> None:
-        interval = min(3_600_000, self.state.config.transactional_id_expiration_ms) / 1000
+        interval = min(3_600_000, self.config.transactional_id_expiration_ms) / 1000
         while True:
-            await self.state.clock.sleep(interval)
-            for transit in self.coordinator.expire_ids(self.state.now_ms()):
+            await self.clock.sleep(interval)
+            for transit in self.coordinator.expire_ids(self.clock.now_ms()):
                 try:
                     await self.write(transit)
                 except TxnWriteError:

@@ -16,12 +16,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.config import BrokerConfig
-from broker.durable_file import write_atomically
+from broker.config.options import BrokerConfig
+from broker.config.topic import InvalidConfigError, effective_configs, log_config, validate_topic_configs
+from broker.log.durable_file import write_atomically
 from broker.log.partition_log import PartitionLog
 from broker.log.producer_snapshot import load_producer_state, save_producer_state
-from broker.topic_config import InvalidConfigError, effective_configs, log_config, validate_topic_configs
-from coordinator.producer_state import ProducerStateManager
+from broker.log.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
 

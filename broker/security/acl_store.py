@@ -7,8 +7,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from broker.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from broker.durable_file import write_atomically
+from broker.log.durable_file import write_atomically
+from broker.security.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 FILE_NAME = "acls.json"
 

@@ -11,20 +11,21 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from broker.internal_topics import internal_topic, partition_for, stored_batches
-from broker.topics import OFFSETS_TOPIC, Partition, Topic
+from broker.clock import Clock
+from broker.config.options import BrokerConfig
+from broker.log.flusher import GroupFlusher
+from broker.services.appends import AppendSignal
+from broker.services.internal_topics import internal_topic, partition_for, stored_batches
+from broker.services.topics import OFFSETS_TOPIC, Partition, Topic, TopicManager
 from coordinator.group import JoinResult, SyncResult
 from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
 from protocol.header import ErrorCode
 from protocol.records import CONTROL_COMMIT, build_batch, parse_control_record
 from protocol.records import Record as LogRecord
-
-if TYPE_CHECKING:
-    from broker.state import BrokerState
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,14 @@ class _Reply:
 
 
 class GroupService:
-    def __init__(self, state: BrokerState) -> None:
-        self.state = state
-        c = state.config
+    def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, flusher: GroupFlusher,
+                 appends: AppendSignal) -> None:
+        self.config = config
+        self.topics = topics
+        self.clock = clock
+        self.flusher = flusher
+        self.appends = appends
+        c = config
         self.coordinator = GroupCoordinator(GroupConfig(
             min_session_timeout_ms=c.group_min_session_timeout_ms,
             max_session_timeout_ms=c.group_max_session_timeout_ms,
@@ -66,7 +72,7 @@ class GroupService:
     # -- the offsets topic (GroupStore) ---------------------------------------------------------------
     def offsets_topic(self) -> Topic:
         """`__consumer_offsets`, created on first use."""
-        return internal_topic(self.state, OFFSETS_TOPIC)
+        return internal_topic(self.topics, OFFSETS_TOPIC, self.clock.now_ms())
 
     def partition_of(self, group_id: str) -> Partition:
         topic = self.offsets_topic()
@@ -80,7 +86,7 @@ class GroupService:
         except OSError as exc:
             raise StoreError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"append to {OFFSETS_TOPIC} failed: {exc}") \
                 from exc
-        self.state.notify_append()
+        self.appends.notify()
 
     def write_txn(self, group_id: str, producer_id: int, producer_epoch: int, records: list[Record],
                   now_ms: int) -> None:
@@ -97,15 +103,15 @@ class GroupService:
                 from exc
         partition.producers.commit(producer_id, producer_epoch, -1, len(records) - 1, result.base_offset, now_ms,
                                    is_transactional=True)
-        self.state.notify_append()
+        self.appends.notify()
 
     async def durable(self, group_id: str) -> None:
         """Wait until everything written for the group's partition so far is on disk."""
-        topic = self.state.topics.get(OFFSETS_TOPIC)
+        topic = self.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return
         plog = topic.partitions[partition_for(group_id, len(topic.partitions))].log
-        await self.state.flusher.wait_durable(plog, plog.log_end_offset - 1)
+        await self.flusher.wait_durable(plog, plog.log_end_offset - 1)
 
     # -- background tasks ---------------------------------------------------------------------------
     async def run(self) -> None:
@@ -116,11 +122,11 @@ class GroupService:
             await self._run_timers()
 
     async def _load(self) -> None:
-        topic = self.state.topics.get(OFFSETS_TOPIC)
+        topic = self.topics.get(OFFSETS_TOPIC)
         if topic is not None:
             for partition in topic.partitions:
                 pending: dict[int, list[Record]] = {}
-                self.coordinator.load(_replay(partition, pending), self.state.now_ms())
+                self.coordinator.load(_replay(partition, pending), self.clock.now_ms())
                 for producer_id, records in pending.items():
                     self.coordinator.load_pending_txn(producer_id, records)
                 await trio.sleep(0)  # let connections be served between partitions
@@ -129,19 +135,19 @@ class GroupService:
 
     async def _run_timers(self) -> None:
         while True:
-            now = self.state.now_ms()
+            now = self.clock.now_ms()
             deadline = self.coordinator.next_deadline()
             if deadline is not None and deadline <= now:
                 self.coordinator.tick(now)
                 continue
             self._wake = trio.Event()
-            await self.state.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
+            await self.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
 
     async def _run_expiry(self) -> None:
-        interval = self.state.config.offsets_retention_check_interval_ms / 1000
+        interval = self.config.offsets_retention_check_interval_ms / 1000
         while True:
-            await self.state.clock.sleep(interval)
-            removed = self.coordinator.expire_offsets(self.state.now_ms())
+            await self.clock.sleep(interval)
+            removed = self.coordinator.expire_offsets(self.clock.now_ms())
             if removed:
                 log.info("removed %d expired offset(s)", removed)
             self._wake.set()
@@ -154,7 +160,7 @@ class GroupService:
     async def join_group(self, **request: Any) -> JoinResult:
         await self.loaded.wait()
         reply = _Reply()
-        self.coordinator.join_group(**request, respond=reply.set, now_ms=self.state.now_ms())
+        self.coordinator.join_group(**request, respond=reply.set, now_ms=self.clock.now_ms())
         self.changed()
         result: JoinResult = await reply.wait()
         await self.durable(request["group_id"])
@@ -163,7 +169,7 @@ class GroupService:
     async def sync_group(self, **request: Any) -> SyncResult:
         await self.loaded.wait()
         reply = _Reply()
-        self.coordinator.sync_group(**request, respond=reply.set, now_ms=self.state.now_ms())
+        self.coordinator.sync_group(**request, respond=reply.set, now_ms=self.clock.now_ms())
         self.changed()
         result: SyncResult = await reply.wait()
         await self.durable(request["group_id"])

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def topics(state: Any, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+def topics(broker: Any, include_internal: bool = False) -> dict[str, dict[str, Any]]:
     out = {}
-    for topic in state.topics:
+    for topic in broker.topics:
         if topic.is_internal and not include_internal:
             continue
         partitions = []
@@ -29,8 +29,8 @@ def topics(state: Any, include_internal: bool = False) -> dict[str, dict[str, An
     return out
 
 
-def groups(state: Any) -> dict[str, dict[str, Any]]:
-    service = state.__dict__.get("groups")  # None until the group coordinator has started
+def groups(broker: Any) -> dict[str, dict[str, Any]]:
+    service = broker.__dict__.get("groups")  # None until the group coordinator has started
     if service is None:
         return {}
     out = {}
@@ -48,8 +48,8 @@ def groups(state: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def transactions(state: Any) -> dict[str, dict[str, Any]]:
-    service = state.__dict__.get("txns")
+def transactions(broker: Any) -> dict[str, dict[str, Any]]:
+    service = broker.__dict__.get("txns")
     if service is None:
         return {}
     return {txn.transactional_id: {
@@ -59,8 +59,8 @@ def transactions(state: Any) -> dict[str, dict[str, Any]]:
     } for txn in service.coordinator.txns.values()}
 
 
-def producers(state: Any, topic: str, partition: int) -> list[dict[str, Any]]:
-    found = state.topics.get(topic)
+def producers(broker: Any, topic: str, partition: int) -> list[dict[str, Any]]:
+    found = broker.topics.get(topic)
     if found is None or not 0 <= partition < len(found.partitions):
         raise KeyError(f"no partition {topic}-{partition}")
     out = []

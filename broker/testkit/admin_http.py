@@ -8,7 +8,7 @@ the broker from outside Python.
     DELETE /faults/ID       remove one
     DELETE /faults          remove all
     GET    /health          "ok"
-    GET    /metrics         Prometheus metrics (text exposition format, broker/metrics.py)
+    GET    /metrics         Prometheus metrics (text exposition format, broker/testkit/metrics.py)
 
 HTTP/1.1 with one request per connection; a small, local tool, not a general web server.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from broker.faults import FaultInjector
+from broker.testkit.faults import FaultInjector
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from broker.durable_file import write_atomically
+from broker.log.durable_file import write_atomically
 from protocol.header import ErrorCode
 
 

@@ -15,20 +15,24 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.log.cleaner import CleaningResult, plan_cleaning
+from broker.clock import Clock
+from broker.config.options import BrokerConfig
+from broker.log.cleaner import CleaningResult
+from broker.log.cleaning_plan import plan_cleaning
 from broker.log.producer_snapshot import save_producer_state
+from broker.services.topics import Partition, TopicManager
 
 if TYPE_CHECKING:
     from broker.log.partition_log import PartitionLog
-    from broker.state import BrokerState
-    from broker.topics import Partition
 
 log = logging.getLogger(__name__)
 
 
 class LogCleaner:
-    def __init__(self, state: BrokerState) -> None:
-        self.state = state
+    def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock) -> None:
+        self.config = config
+        self.topics = topics
+        self.clock = clock
         # Per log object, so that a topic deleted and created again starts afresh.
         self._horizons: weakref.WeakKeyDictionary[PartitionLog, int] = weakref.WeakKeyDictionary()  # next horizon
         self._failed: weakref.WeakSet[PartitionLog] = weakref.WeakSet()  # Kafka: uncleanable until restart
@@ -37,12 +41,12 @@ class LogCleaner:
     async def run(self) -> None:
         while True:
             if not await self.clean_round():
-                await self.state.clock.sleep(self.state.config.log_cleaner_backoff_ms / 1000)  # dynamic: read each time
+                await self.clock.sleep(self.config.log_cleaner_backoff_ms / 1000)  # dynamic: read each time
 
     async def clean_round(self) -> int:
         """One look at every compacted partition; returns the number of partitions cleaned."""
         cleaned = 0
-        for topic in self.state.topics:
+        for topic in self.topics:
             for partition in topic.partitions:
                 if partition.log.config.compacted and not partition.log.closed:
                     cleaned += await self.clean(partition)
@@ -65,15 +69,15 @@ class LogCleaner:
         plog = partition.log
         if plog.has_unflushed_segments:  # with acks=1 or log.flush.policy=none nothing else may flush soon
             await trio.to_thread.run_sync(plog.flush)
-        now = self.state.now_ms()
+        now = self.clock.now_ms()
         horizon = self._horizons.get(plog)
         job = plan_cleaning(plog, partition.producers, now_ms=now, first_dirty=plog.first_dirty_offset,
                             horizon_due=horizon is not None and horizon <= now,
-                            max_map_entries=self.state.config.log_cleaner_dedupe_buffer_entries)
+                            max_map_entries=self.config.log_cleaner_dedupe_buffer_entries)
         if job is None:
             return False
         result: CleaningResult = await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)
-        if plog.closed or not plog.swap_cleaned(job, result, now_ms=self.state.now_ms()):
+        if plog.closed or not plog.swap_cleaned(job, result, now_ms=self.clock.now_ms()):
             return False
         self.passes += 1
         if result.delete_horizon is None:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from broker.config import BrokerConfig
+from broker.config.options import BrokerConfig
 from broker.log.config import LogConfig
 
 INT32_MAX = 2**31 - 1

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.kafka_versions import DEFAULT as DEFAULT_KAFKA_VERSION
-from broker.kafka_versions import check_release
+from broker.config.kafka_versions import DEFAULT as DEFAULT_KAFKA_VERSION
+from broker.config.kafka_versions import check_release
 
 FSYNC_POLICIES = ("none", "grouped", "always")
 
@@ -160,7 +160,7 @@ class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
-    kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (broker/kafka_versions.py)
+    kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
     broker_id: int = 0

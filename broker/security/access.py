@@ -4,9 +4,9 @@ principal and client host (Kafka's AuthHelper)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
-from broker.acls import CLUSTER_NAME, AclOperation, ResourceType
-from broker.dispatch import RequestContext
+from broker.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from protocol.header import ErrorCode
 
 __all__ = ["AclOperation", "ResourceType", "authorized", "authorized_by_resource_type", "authorized_names",
@@ -15,8 +15,21 @@ __all__ = ["AclOperation", "ResourceType", "authorized", "authorized_by_resource
 TOPIC_CONFIG, BROKER_CONFIG = 2, 4  # ConfigResource types
 
 
+class RequestContext(Protocol):
+    """What a check needs of a request (broker.handlers.context.RequestContext has it)."""
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def client_host(self) -> str: ...
+
+    @property
+    def authorizer(self) -> Authorizer: ...
+
+
 def authorized(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
-    return ctx.state.authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name)
+    return ctx.authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name)
 
 
 def cluster_authorized(ctx: RequestContext, operation: AclOperation) -> bool:
@@ -31,7 +44,7 @@ def authorized_names(ctx: RequestContext, operation: AclOperation, resource_type
 
 def authorized_by_resource_type(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType) -> bool:
     """May the request do `operation` on some resource of this type (Authorizer.authorizeByResourceType)?"""
-    return ctx.state.authorizer.authorize_by_resource_type(ctx.principal, ctx.client_host, operation, resource_type)
+    return ctx.authorizer.authorize_by_resource_type(ctx.principal, ctx.client_host, operation, resource_type)
 
 
 def config_resource_error(ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> ErrorCode:
@@ -46,4 +59,4 @@ def config_resource_error(ctx: RequestContext, operation: AclOperation, resource
 
 def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> int:
     """The "authorized operations" bitfield of Metadata, DescribeGroups and DescribeCluster."""
-    return ctx.state.authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type, name)
+    return ctx.authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type, name)

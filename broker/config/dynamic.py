@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from broker.config import OPTIONS_BY_NAME, BrokerConfig, Listener, convert_option
-from broker.durable_file import write_atomically
-from broker.topic_config import TOPIC_CONFIGS, InvalidConfigError
+from broker.config.options import OPTIONS_BY_NAME, BrokerConfig, Listener, convert_option
+from broker.config.topic import TOPIC_CONFIGS, InvalidConfigError
+from broker.log.durable_file import write_atomically
 
 log = logging.getLogger(__name__)
 

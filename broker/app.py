@@ -1,0 +1,177 @@
+"""The Broker: every part of one broker, composed once from its config.
+
+The server builds it when it starts and hands it to each request's handler (`ctx.broker`); the services
+get what they need in their constructors (a clock, the topics, the flusher, the append signal, ...) and
+never see the Broker. The background tasks start in `run`.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import trio
+
+from broker.clock import Clock, VirtualClock, WallClock
+from broker.config.dynamic import DynamicConfigs
+from broker.config.kafka_versions import VersionProfile
+from broker.config.options import BrokerConfig
+from broker.log.durable_file import write_atomically
+from broker.log.flusher import GroupFlusher
+from broker.security.acl_store import AclStore
+from broker.security.acls import Authorizer, parse_super_users
+from broker.services.appends import AppendSignal
+from broker.services.producer_ids import ProducerIds
+from broker.services.retention import run_producer_expiration, run_retention
+from broker.services.topics import TopicManager
+from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
+
+if TYPE_CHECKING:
+    from broker.security.scram_credentials import ScramCredentialStore
+    from broker.services.groups import GroupService
+    from broker.services.log_cleaner import LogCleaner
+    from broker.services.markers import MarkerWriter
+    from broker.services.transactions import TxnService
+
+
+class _Service(Protocol):
+    async def run(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=_Service)
+
+
+@dataclass(slots=True)
+class Endpoint:
+    """What Metadata tells clients for the listener they came in on; shared by its connections, and
+    updated when advertised.listeners changes (dynamic broker config)."""
+
+    host: str
+    port: int
+    listener: int = 0  # index in config.listeners
+    bound_host: str = ""  # advertised when the listener has no advertised address of its own
+    bound_port: int = 0
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, versions: VersionProfile) -> None:
+        config.validate()
+        self.config = config
+        self.node_id = config.broker_id
+        self.versions = versions  # what ApiVersions advertises and the connections accept
+        data_dir = Path(config.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.clock: Clock = VirtualClock() if config.virtual_time else WallClock()
+        self.cluster_id = _load_cluster_id(data_dir, config)
+        # Before the topics: their logs take the broker defaults, dynamic ones included.
+        self.dynamic = DynamicConfigs(config, data_dir / "meta" / "dynamic-broker-configs.json")
+        self.topics = TopicManager(config, self.clock.now_ms())
+        self.endpoints: list[Endpoint] = []  # registered by the server's listeners
+        self.dynamic.on_change += [self.topics.refresh_log_configs, self.readvertise]
+        self.acl_store = AclStore(data_dir)
+        self.authorizer = Authorizer(self.acl_store.load(), super_users=parse_super_users(config.super_users),
+                                     allow_if_no_acl=config.allow_everyone_if_no_acl_found)
+        self.flusher = GroupFlusher(config.fsync)
+        self.appends = AppendSignal()
+        self.block_store = _block_store(config, data_dir)
+        self.producer_ids = ProducerIds(self.block_store, config.broker_id,
+                                        claim_timeout=config.zookeeper_session_timeout_ms / 1000)
+        self._services: trio.Nursery | None = None
+
+    # The coordinators are built, and started, on first use (or by the server a moment after start):
+    # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).
+    @functools.cached_property
+    def groups(self) -> GroupService:
+        from broker.services.groups import GroupService
+
+        return self._start(GroupService(self.config, self.topics, self.clock, self.flusher, self.appends))
+
+    @functools.cached_property
+    def markers(self) -> MarkerWriter:
+        from broker.services.markers import MarkerWriter
+
+        return MarkerWriter(self.topics, self.flusher, self.appends, self.clock, lambda: self.groups)
+
+    @functools.cached_property
+    def txns(self) -> TxnService:
+        from broker.services.transactions import TxnService
+
+        return self._start(TxnService(self.config, self.topics, self.clock, self.flusher, self.appends,
+                                      self.producer_ids, self.markers))
+
+    @functools.cached_property
+    def log_cleaner(self) -> LogCleaner:
+        from broker.services.log_cleaner import LogCleaner
+
+        return LogCleaner(self.config, self.topics, self.clock)
+
+    @functools.cached_property
+    def scram_credentials(self) -> ScramCredentialStore:
+        from broker.security.scram_credentials import ScramCredentialStore
+
+        return ScramCredentialStore(Path(self.config.data_dir) / "meta" / "scram-credentials.json")
+
+    def _start(self, service: _S) -> _S:
+        if self._services is not None:
+            self._services.start_soon(service.run)
+        return service
+
+    async def run(self, nursery: trio.Nursery) -> None:
+        """Start the background tasks in `nursery`; coordinators built from now on start there too."""
+        self._services = nursery
+        nursery.start_soon(run_retention, self.topics, self.clock, self.config)
+        nursery.start_soon(run_producer_expiration, self.topics, self.clock, self.config)
+        if self.config.log_cleaner_enable:
+            nursery.start_soon(self.log_cleaner.run)
+
+    def start_coordinators(self) -> None:
+        _ = self.groups, self.txns  # first use starts them
+
+    def readvertise(self) -> None:
+        """Apply the listeners' advertised addresses to the endpoints Metadata reports."""
+        for endpoint in self.endpoints:
+            listener = self.config.listeners[endpoint.listener]
+            endpoint.host = listener.advertised_host or endpoint.bound_host
+            endpoint.port = listener.advertised_port or endpoint.bound_port
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def flush_all(self) -> None:
+        for topic in self.topics:
+            for partition in topic.partitions:
+                partition.log.flush()
+
+    def close(self) -> None:
+        self.flush_all()
+        self.topics.close()
+        self.block_store.close()
+
+
+def _block_store(config: BrokerConfig, data_dir: Path) -> BlockStore:
+    if config.zookeeper_connect:
+        return ZooKeeperBlockStore(config.zookeeper_connect, timeout=config.zookeeper_session_timeout_ms / 1000)
+    return LocalBlockStore(data_dir / "producer_id_block.json")
+
+
+def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
+    """Kafka keeps cluster.id in meta.properties; a configured one must match the stored one."""
+    path = data_dir / "meta.properties"
+    stored: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if "=" in line and not line.lstrip().startswith("#"):
+                k, _, v = line.partition("=")
+                stored[k.strip()] = v.strip()
+    if "cluster.id" in stored:
+        if config.cluster_id and config.cluster_id != stored["cluster.id"]:
+            raise ValueError(f"cluster.id {config.cluster_id} does not match {stored['cluster.id']} "
+                             f"stored in {path}")
+        return stored["cluster.id"]
+    cluster_id = config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n")
+    return cluster_id

@@ -1,0 +1,28 @@
+"""What a handler is given with its request: the request header, the broker it runs in, the listener
+endpoint and peer the request came from, and the authenticated principal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Without SASL or SSL every client is Kafka's anonymous principal.
+ANONYMOUS = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    header: Any  # protocol.header.RequestHeader
+    broker: Any  # broker.app.Broker: its topics, coordinators, config, authorizer
+    endpoint: Any  # broker.app.Endpoint: the listener the client connected to
+    peer: str
+    principal: str = ANONYMOUS
+
+    @property
+    def client_host(self) -> str:
+        """The client's address as ACL hosts name it ("127.0.0.1", "::1")."""
+        return self.peer.rpartition(":")[0] if ":" in self.peer else self.peer
+
+    @property
+    def authorizer(self) -> Any:
+        return self.broker.authorizer

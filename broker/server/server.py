@@ -1,0 +1,158 @@
+"""The trio server: listeners, one task per connection (broker.server.connection), graceful shutdown.
+
+It builds the Broker (broker.app) from the config when it starts, with the version profile its dispatch
+table serves, and stops it after the last connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import trio
+
+from broker.app import Broker, Endpoint
+from broker.config.options import BrokerConfig, parse_host_port
+from broker.server.connection import Connection, Instruments
+from broker.server.dispatch import load_handlers, version_profile
+from broker.server.listeners import advertised_host, open_listeners
+from broker.testkit.faults import FaultInjector
+from broker.testkit.metrics import Metrics
+from broker.testkit.trace import Tracer
+
+log = logging.getLogger(__name__)
+
+
+COORDINATOR_START_DELAY_S = 0.5
+
+
+class Server:
+    """Runs the broker until `shutdown()`; `listen_addresses` are the bound (host, port) pairs."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self.listen_addresses: list[tuple[str, int]] = []
+        self._shutdown = trio.Event()
+        self.stopped = trio.Event()
+        self._connections: set[Connection] = set()
+        # Rules set by tests (BrokerThread, the admin endpoint), metrics, the trace (--trace FILE).
+        self.instruments = Instruments(FaultInjector(), Metrics())
+        self.admin_address: tuple[str, int] | None = None
+
+    @property
+    def faults(self) -> FaultInjector:
+        return self.instruments.faults
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.instruments.metrics
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self.instruments.tracer
+
+    def shutdown(self) -> None:
+        self._shutdown.set()
+
+    def render_metrics(self) -> str:
+        """The Prometheus text of GET /metrics."""
+        assert self.broker is not None
+        return self.metrics.render(self.broker, self.connection_count)
+
+    @property
+    def connection_count(self) -> int:
+        """Client connections being served now."""
+        return len(self._connections)
+
+    async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
+        self.broker = Broker(self.config, version_profile(self.config.kafka_version))
+        try:
+            async with trio.open_nursery() as nursery:
+                await self.broker.run(nursery)
+                if self.config.trace_file:
+                    self.instruments.tracer = Tracer(str(self.config.trace_file))
+                    nursery.start_soon(self._flush_trace)
+                if self.config.admin_listen:
+                    from broker.testkit.admin_http import serve
+
+                    host, port = parse_host_port(self.config.admin_listen, default_port=0)
+                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.broker.now_ms,
+                                                             self.render_metrics)
+                async with trio.open_nursery() as conn_nursery:
+                    accept_scopes = await self._start_listeners(conn_nursery)
+                    task_status.started(self)
+                    nursery.start_soon(self._start_coordinators)
+                    await self._shutdown.wait()
+                    log.info("shutting down: no new connections, finishing in-flight requests")
+                    for scope in accept_scopes:
+                        scope.cancel()
+                    for conn in list(self._connections):
+                        conn.read_scope.cancel()
+                    conn_nursery.cancel_scope.deadline = trio.current_time() + \
+                        self.config.shutdown_timeout_ms / 1000
+                nursery.cancel_scope.cancel()
+        finally:
+            if self.tracer is not None:
+                self.tracer.close()
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self.broker.close)
+            self.stopped.set()
+            log.info("broker stopped")
+
+    async def _flush_trace(self) -> None:
+        assert self.tracer is not None
+        while True:
+            await trio.sleep(0.5)
+            self.tracer.flush()
+
+    async def _start_coordinators(self) -> None:
+        """The group and transaction coordinators start with the first request that needs them, or here,
+        shortly after the listeners (a transaction left in Prepare* by a crash is completed then); the
+        remaining handler modules are loaded then too."""
+        await trio.sleep(COORDINATOR_START_DELAY_S)
+        assert self.broker is not None
+        self.broker.start_coordinators()
+        load_handlers()
+
+    async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
+        scopes = []
+        for index, listener in enumerate(self.config.listeners):
+            sockets = await open_listeners(listener)
+            for sock_listener in sockets:
+                host, port = sock_listener.socket.getsockname()[:2]
+                self.listen_addresses.append((host, port))
+                bound_host = advertised_host(listener.host, host)
+                endpoint = Endpoint(listener.advertised_host or bound_host, listener.advertised_port or port,
+                                    index, bound_host, port)
+                self.broker.endpoints.append(endpoint)
+                scope = trio.CancelScope()
+                scopes.append(scope)
+                conn_nursery.start_soon(self._accept_loop, sock_listener, endpoint, conn_nursery, scope)
+                log.info("listening on %s:%d (advertised as %s:%d)", host, port, endpoint.host, endpoint.port)
+        return scopes
+
+    async def _accept_loop(self, listener: trio.SocketListener, endpoint: Endpoint,
+                           conn_nursery: trio.Nursery, scope: trio.CancelScope) -> None:
+        with scope:
+            async with listener:
+                while True:
+                    try:
+                        stream = await listener.accept()
+                    except OSError as exc:  # EMFILE and friends: back off rather than spin
+                        log.error("accept failed: %s", exc)
+                        await trio.sleep(0.1)
+                        continue
+                    try:
+                        stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    except OSError:
+                        pass
+                    conn_nursery.start_soon(self._serve_connection, stream, endpoint)
+
+    async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
+        conn = Connection(self.broker, self.instruments, stream, endpoint)
+        self._connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self._connections.discard(conn)

@@ -1,0 +1,102 @@
+"""Transaction markers on this broker's partitions: the partition side of WriteTxnMarkers (Kafka's
+ReplicaManager.appendRecords with AppendOrigin.COORDINATOR for a control batch, then UnifiedLog.append's
+producer-state update: ProducerAppendInfo.appendEndTxnMarker, the transaction index,
+ProducerStateManager.completeTxn).
+
+The WriteTxnMarkers handler calls `MarkerWriter.write`, and so does this broker's transaction
+coordinator for the partitions it hosts. Works on any partition, internal topics included (transactional
+offset commits in `__consumer_offsets` become visible, or vanish, with their marker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from broker.clock import Clock
+from broker.log.flusher import GroupFlusher
+from broker.log.partition_log import RecordBatchTooLargeError
+from broker.services.appends import AppendSignal
+from broker.services.internal_topics import partition_for
+from broker.services.topics import OFFSETS_TOPIC, Partition, TopicManager
+from protocol.header import ErrorCode
+from protocol.records import control_batch
+
+if TYPE_CHECKING:
+    from broker.services.groups import GroupService
+
+# (producer id, producer epoch, commit, coordinator epoch, {topic: [partition indexes]})
+Marker = tuple[int, int, bool, int, Mapping[str, Sequence[int]]]
+
+
+class MarkerWriter:
+    def __init__(self, topics: TopicManager, flusher: GroupFlusher, appends: AppendSignal, clock: Clock,
+                 groups: Callable[[], GroupService]) -> None:
+        self.topics = topics
+        self.flusher = flusher
+        self.appends = appends
+        self.clock = clock
+        self._groups = groups  # built on first use (see broker.app): only offsets markers need it
+
+    def append_marker(self, partition: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                      commit: bool, now_ms: int) -> tuple[ErrorCode, int]:
+        """Validate (stale producer epoch: INVALID_PRODUCER_EPOCH; older coordinator epoch:
+        TRANSACTION_COORDINATOR_FENCED), append a COMMIT or ABORT control batch, close the producer's open
+        transaction in the partition's producer state (an abort goes to the aborted index) and wake the
+        long-polling fetchers (the LSO may have moved). Returns (error, the marker's offset or -1)."""
+        producers = partition.producers
+        error = producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if error is not None:
+            return ErrorCode[error], -1
+        batch = control_batch(commit, producer_id, producer_epoch, coordinator_epoch, now_ms)
+        try:
+            result = partition.log.append(batch, now_ms=now_ms)
+        except OSError:
+            return ErrorCode.KAFKA_STORAGE_ERROR, -1
+        except RecordBatchTooLargeError:  # a 78-byte batch over segment.bytes
+            return ErrorCode.RECORD_LIST_TOO_LARGE, -1
+        timestamp = result.log_append_time if result.log_append_time != -1 else now_ms
+        producers.complete_txn(producer_id, producer_epoch, commit, coordinator_epoch, result.base_offset,
+                               timestamp)
+        self.appends.notify()
+        return ErrorCode.NONE, result.base_offset
+
+    async def write(self, markers: Sequence[Marker]) -> dict[tuple[str, int], ErrorCode]:
+        """Append each marker and wait until they are durable; the errors by partition (for one producer)."""
+        results: dict[tuple[str, int], ErrorCode] = {}
+        durable: list[tuple[Any, int, tuple[str, int]]] = []
+        now = self.clock.now_ms()
+        for producer_id, epoch, commit, coordinator_epoch, topics in markers:
+            for name, indexes in topics.items():
+                topic = self.topics.get(name)
+                for index in indexes:
+                    if topic is None or not 0 <= index < len(topic.partitions):
+                        results[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        continue
+                    partition = topic.partitions[index]
+                    error, offset = self.append_marker(partition, producer_id, epoch, coordinator_epoch, commit,
+                                                       now)
+                    results[(name, index)] = error
+                    if error == ErrorCode.NONE:
+                        durable.append((partition.log, offset, (name, index)))
+                        if name == OFFSETS_TOPIC:
+                            # Transactional offset commits become visible (or vanish) with the marker.
+                            count = len(topic.partitions)
+                            self._groups().coordinator.complete_txn(
+                                producer_id, commit, lambda g, i=index, n=count: partition_for(g, n) == i)
+
+        async def wait(plog: Any, offset: int, key: tuple[str, int]) -> None:
+            try:
+                await self.flusher.wait_durable(plog, offset)
+            except OSError:
+                results[key] = ErrorCode.KAFKA_STORAGE_ERROR
+
+        if len(durable) == 1:
+            await wait(*durable[0])
+        elif durable:
+            async with trio.open_nursery() as nursery:
+                for item in durable:
+                    nursery.start_soon(wait, *item)
+        return results

@@ -1,0 +1,348 @@
+"""A minibroker for tests, from outside: `BrokerThread` runs one in a thread of this process (restart, data
+dir, `call` into the broker, introspection, waits, virtual time, fault rules), `BrokerProcess` in a child
+process (for SIGKILL and restart tests). Both are usable without pytest; the pytest fixtures
+(broker.testkit.plugin) hand out BrokerThreads.
+
+    with BrokerThread(tmp_path) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from broker.config.options import BrokerConfig, Listener
+
+
+class BrokerThread:
+    """A broker running `trio.run` in its own thread of this process, on a kernel-chosen port."""
+
+    def __init__(self, data_dir: Path | str, **config: Any) -> None:
+        self.data_dir = Path(data_dir)
+        self._config_changes = config
+        self._thread: threading.Thread | None = None
+        self._server: Any = None
+        self._token: Any = None
+        self._error: BaseException | None = None
+        self.port: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        if self.port is None:
+            raise RuntimeError("broker is not running")
+        return f"127.0.0.1:{self.port}"
+
+    def config(self) -> BrokerConfig:
+        # Keep the same port across restarts so clients can reconnect to the address they know.
+        cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0)], data_dir=self.data_dir)
+        for key, value in self._config_changes.items():
+            setattr(cfg, key, value)
+        cfg.validate()
+        return cfg
+
+    def start(self, timeout: float = 30.0) -> BrokerThread:
+        import trio
+
+        from broker.server.server import Server
+
+        started = threading.Event()
+        server = Server(self.config())
+
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.run)
+                self._server = server
+                self.port = server.listen_addresses[0][1]
+                started.set()
+
+        def run() -> None:
+            try:
+                trio.run(main)
+            except BaseException as exc:  # reported to the thread that waits in start()
+                self._error = exc
+            finally:
+                started.set()
+
+        self._thread = threading.Thread(target=run, name="minibroker", daemon=True)
+        self._thread.start()
+        if not started.wait(timeout) or self._error is not None:
+            raise RuntimeError(f"minibroker did not start: {self._error!r}")
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        import trio
+
+        if self._thread is None:
+            return
+        if self._server is not None and self._thread.is_alive():
+            try:
+                trio.from_thread.run_sync(self._server.shutdown, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError("minibroker did not stop in time")
+        self._thread = None
+        self._server = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Run `fn(broker, *args)` in the broker's trio thread (between requests, as a handler would) and
+        return its result: for tests that reach into the running broker (broker.app.Broker)."""
+        import trio
+
+        if self._server is None:
+            raise RuntimeError("broker is not running")
+        return trio.from_thread.run_sync(fn, self._server.broker, *args, trio_token=self._token)
+
+    # -- virtual time (broker/clock.py) ---------------------------------------------------------------
+    def advance(self, seconds: float) -> int:
+        """Move the broker's virtual clock (start it with virtual_time=True) forward; the coordinators'
+        timeouts, expiries and retention that fall due run at once. Returns the new time in ms."""
+        import trio
+
+        server = self._require_server()
+        clock = server.broker.clock
+        if not clock.virtual:
+            raise RuntimeError("the broker runs on the wall clock: start it with virtual_time=True")
+
+        def step() -> int:
+            clock.advance(int(seconds * 1000))
+            return clock.now_ms()
+
+        now = trio.from_thread.run_sync(step, trio_token=self._token)
+        # Let the woken timers run before the test looks: a round trip through the broker's loop.
+        trio.from_thread.run(trio.sleep, 0, trio_token=self._token)
+        return now
+
+    # -- introspection (broker/testkit/introspect.py) and waits --------------------------------------------------
+    def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+        """{topic: {"topic_id", "internal", "partitions": [{"partition", "log_start_offset", "log_end_offset",
+        "high_watermark", "last_stable_offset", "size_bytes"}]}}"""
+        from broker.testkit import introspect
+
+        return self.call(introspect.topics, include_internal)
+
+    def groups(self) -> dict[str, dict[str, Any]]:
+        """{group: {"state", "generation", "protocol", "leader", "members": [...], "offsets": {"topic-p": n},
+        "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance started."""
+        from broker.testkit import introspect
+
+        return self.call(introspect.groups)
+
+    def transactions(self) -> dict[str, dict[str, Any]]:
+        """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""
+        from broker.testkit import introspect
+
+        return self.call(introspect.transactions)
+
+    def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        from broker.testkit import introspect
+
+        return self.call(introspect.producers, topic, partition)
+
+    def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> dict[str, Any]:
+        """Wait until the group is Stable (with `members` members, if given); returns its description."""
+        return self.wait_until(lambda: self._stable(group, members), timeout, f"group {group} stable")
+
+    def _stable(self, group: str, members: int | None) -> dict[str, Any] | None:
+        found = self.groups().get(group)
+        if found and found["state"] == "Stable" and (members is None or len(found["members"]) == members):
+            return found
+        return None
+
+    def wait_committed(self, group: str, topic: str, partition: int, offset: int, timeout: float = 30.0) -> int:
+        """Wait until the group has committed at least `offset` for the partition; returns the offset."""
+        key = f"{topic}-{partition}"
+
+        def committed() -> int | None:
+            value = self.groups().get(group, {}).get("offsets", {}).get(key)
+            return value if value is not None and value >= offset else None
+
+        return self.wait_until(committed, timeout, f"group {group} to commit {offset} on {key}")
+
+    @staticmethod
+    def wait_until(check: Any, timeout: float = 30.0, what: str = "a condition") -> Any:
+        """Call `check` until it returns something other than None (returned), for up to `timeout` s."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            result = check()
+            if result is not None:
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"waited {timeout} s for {what}")
+            time.sleep(0.02)
+
+    def reset(self) -> None:
+        """Drop every topic, group, transaction and fault rule: the broker restarts on an empty data dir
+        (same port, a fraction of a second), so a session-scoped broker serves independent tests.
+        Connected clients see a disconnection."""
+        import shutil
+
+        self.stop()
+        for entry in self.data_dir.iterdir():
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        self.start()
+
+    # -- fault injection (broker/testkit/faults.py); each returns the rule's id ------------------------------------
+    def inject(self, action: str, **rule: Any) -> int:
+        """Add a fault rule: action is one of broker.faults.FaultAction's values; `rule` takes api, error,
+        count (None: every match), topic, partition, client_id, delay_ms, duration_ms."""
+        import trio
+
+        server = self._require_server()
+
+        def add() -> int:
+            return server.faults.add(action, now_ms=server.broker.now_ms(), **rule).id
+
+        return trio.from_thread.run_sync(add, trio_token=self._token)
+
+    def inject_error(self, api: str | int, error: str | int, count: int | None = 1, **match: Any) -> int:
+        """The next `count` requests of `api` (e.g. "PRODUCE"), optionally only for topic/partition/client_id,
+        are answered with `error` (e.g. "NOT_LEADER_OR_FOLLOWER") without being run."""
+        return self.inject("error", api=api, error=error, count=count, **match)
+
+    def delay(self, api: str | int, ms: int, count: int | None = 1, **match: Any) -> int:
+        return self.inject("delay", api=api, delay_ms=ms, count=count, **match)
+
+    def drop_connection(self, api: str | int, when: str = "after_response", count: int | None = 1,
+                        **match: Any) -> int:
+        """Close the connection on the request (`when="request"`, not run), instead of its response
+        (`"response"`: run, not answered) or after its response (`"after_response"`)."""
+        actions = {"request": "drop_request", "response": "drop_response", "after_response": "drop_after_response"}
+        return self.inject(actions[when], api=api, count=count, **match)
+
+    def drop_produce_response(self, count: int = 1, **match: Any) -> int:
+        """The next Produce is appended, but the connection closes instead of answering: the client retries."""
+        return self.drop_connection("PRODUCE", "response", count, **match)
+
+    def leader_unavailable(self, topic: str, partition: int, seconds: float) -> int:
+        """For `seconds`, the partition has no leader: Metadata says LEADER_NOT_AVAILABLE, Produce, Fetch and
+        ListOffsets get NOT_LEADER_OR_FOLLOWER."""
+        return self.inject("leader_unavailable", topic=topic, partition=partition,
+                           duration_ms=int(seconds * 1000))
+
+    def faults(self) -> list[dict[str, Any]]:
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: server.faults.describe(server.broker.now_ms()),
+                                         trio_token=self._token)
+
+    def remove_fault(self, rule_id: int) -> bool:
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(server.faults.remove, rule_id, trio_token=self._token)
+
+    def clear_faults(self) -> None:
+        import trio
+
+        server = self._require_server()
+        trio.from_thread.run_sync(server.faults.clear, trio_token=self._token)
+
+    @property
+    def trace_file(self) -> str | None:
+        return self._config_changes.get("trace_file")
+
+    def flush_trace(self) -> None:
+        """Write out the buffered trace lines (they are flushed every half second anyway)."""
+        import trio
+
+        server = self._server
+        if server is not None and server.tracer is not None:
+            trio.from_thread.run_sync(server.tracer.flush, trio_token=self._token)
+
+    @property
+    def admin_url(self) -> str:
+        """http://HOST:PORT of the admin endpoint (start the broker with admin_listen="127.0.0.1:0")."""
+        server = self._require_server()
+        if server.admin_address is None:
+            raise RuntimeError("the broker runs without an admin endpoint (admin_listen)")
+        host, port = server.admin_address
+        return f"http://{host}:{port}"
+
+    def _require_server(self) -> Any:
+        if self._server is None:
+            raise RuntimeError("broker is not running")
+        return self._server
+
+    def open_connections(self) -> int:
+        """Client connections the broker serves now: a test that closed its clients can wait for 0."""
+        import trio
+
+        if self._server is None:
+            raise RuntimeError("broker is not running")
+        server = self._server
+        return trio.from_thread.run_sync(lambda: server.connection_count, trio_token=self._token)
+
+    def __enter__(self) -> BrokerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
+
+
+class BrokerProcess:
+    """`python -m broker` in a child process: for SIGKILL and restart tests."""
+
+    def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0) -> None:
+        self.data_dir = Path(data_dir)
+        self.extra_args = list(extra_args)
+        self.port = port
+        self.proc: subprocess.Popen[str] | None = None
+        self.log_lines: list[str] = []
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        cmd = [sys.executable, "-m", "broker", "--listen", f"127.0.0.1:{self.port}",
+               "--data-dir", str(self.data_dir), *self.extra_args]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stderr is not None
+            for line in self.proc.stderr:
+                self.log_lines.append(line)
+                m = _READY.search(line)
+                if m and not ready.is_set():
+                    self.port = int(m.group(2))
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(timeout) or self.proc.poll() is not None:
+            raise RuntimeError("minibroker process did not start:\n" + "".join(self.log_lines[-30:]))
+        return self
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(30)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
