@@ -168,6 +168,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         return {"responses": [{"name": t.name, "topic_id": t.topic_id, "partition_responses": [
                     _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
                 for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
+    if has_transactional_records(req) and broker.config.transaction_partition_verification_enable:
+        # The KIP-890 check asks the transaction coordinator, which replays __transaction_state when it first
+        # starts (shortly after a restart): until then it knows no transaction.
+        await broker.txns.loaded.wait()
+        now = broker.now_ms()
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
     for topic_data in req.topic_data:
         partitions = []

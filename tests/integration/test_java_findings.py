@@ -26,3 +26,40 @@ def test_metadata_by_topic_id_beside_an_empty_name(minibroker, topic_name):
         assert [(t.name, t.topic_id, t.error_code) for t in response.topics] == [
             (topic_name, topic_id, 0), (None, unknown, UNKNOWN_TOPIC_ID)]
         assert len(response.topics[0].partitions) == 1
+
+
+def test_transactional_produce_right_after_a_restart_waits_for_the_coordinator(minibroker_server, topic_name):
+    """Kafka Streams, its broker killed and restarted, sent the first batch of an open transaction to a
+    partition it had added before the restart as the first request after it: the KIP-890 check asked the
+    transaction coordinator before it had replayed
+    `__transaction_state` (it starts with the first request that needs it) and answered INVALID_TXN_STATE,
+    which is fatal to the producer (the stream thread died). The check now waits for the coordinator's load,
+    as the transaction APIs do."""
+    from protocol.records import Record, build_batch
+
+    txn_id = "restart-" + topic_name
+
+    def produce(client: WireClient, pid: int, epoch: int, sequence: int) -> int:
+        batch = build_batch([Record(0, 0, None, b"v%d" % sequence)], producer_id=pid, producer_epoch=epoch,
+                            base_sequence=sequence, is_transactional=True)
+        response = client.request(0, 9, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 30000,
+                                         "topic_data": [{"name": topic_name, "partition_data": [
+                                             {"index": 0, "records": batch}]}]})
+        return response.responses[0].partition_responses[0].error_code
+
+    with WireClient(minibroker_server.bootstrap) as client:
+        client.create_topic(topic_name)
+        init = client.request(22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60000,
+                                      "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init.producer_id, init.producer_epoch
+        added = client.request(24, 3, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+                                       "v3_and_below_producer_epoch": epoch,
+                                       "v3_and_below_topics": [{"name": topic_name, "partitions": [0]}]})
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    minibroker_server.restart()
+    with WireClient(minibroker_server.bootstrap) as client:
+        assert produce(client, pid, epoch, 0) == 0  # the first request: the coordinator has not loaded yet
+        ended = client.request(26, 3, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+                                       "committed": True})
+        assert ended.error_code == 0
+        assert client.list_latest(topic_name) == 2  # the record and the commit marker
