@@ -212,6 +212,42 @@ def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int) -> dict[s
             "bytes": nbytes, "ok": got == n}
 
 
+def consume_kafka_python(bootstrap: str, p: Params, prefix: str, api_version: tuple[int, ...] | None
+                         ) -> dict[str, Any]:
+    """kafka-python reads kp_n messages produced just before (untimed, v2 batches of 100 bytes each),
+    assigned. Pinned to 0.10.1 it fetches with Fetch v3, so the broker down-converts every batch to message
+    format v1: against the same client unpinned (Fetch v4+, stored bytes), the difference is the cost of
+    down-conversion, in the broker's CPU per message above all."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic = f"{prefix}-kpc-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, p.partitions)
+    produced = _confluent_produce(bootstrap, topic, p.kp_n, p.size_small, p.partitions)
+    if not produced["ok"]:
+        return {"ok": False, "error": f"producing the input failed: {produced}"}
+    extra = {"api_version": api_version} if api_version else {}
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+                             max_partition_fetch_bytes=1 << 20, **extra)
+    partitions = [TopicPartition(topic, i) for i in range(p.partitions)]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    got = nbytes = 0
+    cpu = broker_cpu()
+    started = time.perf_counter()
+    deadline = started + p.timeout
+    while got < p.kp_n and time.perf_counter() < deadline:
+        for messages in consumer.poll(timeout_ms=100, max_records=10_000).values():
+            got += len(messages)
+            nbytes += sum(len(m.value or b"") for m in messages)
+    elapsed = time.perf_counter() - started
+    cpu = broker_cpu() - cpu
+    consumer.close()
+    return {"client": "kafka-python", "api_version": ".".join(map(str, api_version or ())) or "negotiated",
+            "topic": topic, "msgs": p.kp_n, "consumed": got, "broker_cpu_s": cpu, "elapsed_s": round(elapsed, 4),
+            "msgs_per_s": round(got / elapsed, 1), "mb_per_s": round(nbytes / elapsed / 1e6, 2), "bytes": nbytes,
+            "ok": got >= p.kp_n}  # the producer's warm-up message comes first
+
+
 def latency(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
     """Synchronous produce: one message, wait for its acknowledgement (acks=all), repeat."""
     from confluent_kafka import Producer
@@ -351,6 +387,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("produce_kp_small", produce_kafka_python, "msgs_per_s", "msg/s", True),
     Scenario("consume_small", lambda b, p, x: consume(b, p, x, p.n_small, p.size_small), "msgs_per_s", "msg/s", True),
     Scenario("consume_large", lambda b, p, x: consume(b, p, x, p.n_large, p.size_large), "mb_per_s", "MB/s", True),
+    # Message format v1 for an old client (Fetch v3, down-converted) against the same client on Fetch v4+.
+    Scenario("consume_kp_small", lambda b, p, x: consume_kafka_python(b, p, x, None), "msgs_per_s", "msg/s", True),
+    Scenario("consume_kp_old_format", lambda b, p, x: consume_kafka_python(b, p, x, (0, 10, 1)),
+             "msgs_per_s", "msg/s", True),
     Scenario("latency_p50", latency, "p50_ms", "ms", False),
     Scenario("txn", transactions, "txns_per_s", "txn/s", True),
     Scenario("group_join", group_join, "median_ms", "ms", False),

@@ -12,7 +12,7 @@ import functools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
@@ -27,12 +27,14 @@ from broker.security.acls import Authorizer, parse_super_users
 from broker.services.appends import AppendSignal
 from broker.services.producer_ids import ProducerIds
 from broker.services.retention import run_producer_expiration, run_retention
+from broker.services.single_node import SingleNode
 from broker.services.topics import TopicManager
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
     from broker.security.scram_credentials import ScramCredentialStore
     from broker.services.groups import GroupService
+    from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
     from broker.services.markers import MarkerWriter
     from broker.services.transactions import TxnService
@@ -58,7 +60,9 @@ class Endpoint:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, versions: VersionProfile) -> None:
+    def __init__(self, config: BrokerConfig, versions: VersionProfile, cluster: Any = None) -> None:
+        """`cluster`: the broker's ZooKeeper-mode cluster (broker.cluster.zk_cluster.ZkCluster, already
+        connected: it settled the broker id and cluster id); None for the embedded single broker."""
         config.validate()
         self.config = config
         self.node_id = config.broker_id
@@ -69,7 +73,7 @@ class Broker:
         self.cluster_id = _load_cluster_id(data_dir, config)
         # Before the topics: their logs take the broker defaults, dynamic ones included.
         self.dynamic = DynamicConfigs(config, data_dir / "meta" / "dynamic-broker-configs.json")
-        self.topics = TopicManager(config, self.clock.now_ms())
+        self.topics = TopicManager(config, self.clock.now_ms(), cluster=cluster is not None)
         self.endpoints: list[Endpoint] = []  # registered by the server's listeners
         self.dynamic.on_change += [self.topics.refresh_log_configs, self.readvertise]
         self.acl_store = AclStore(data_dir)
@@ -77,10 +81,22 @@ class Broker:
                                      allow_if_no_acl=config.allow_everyone_if_no_acl_found)
         self.flusher = GroupFlusher(config.fsync)
         self.appends = AppendSignal()
-        self.block_store = _block_store(config, data_dir)
+        self.block_store = _block_store(config, data_dir, cluster)
         self.producer_ids = ProducerIds(self.block_store, config.broker_id,
                                         claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self._services: trio.Nursery | None = None
+        # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper,
+        # whose replicas (leaders and followers) the replica manager keeps.
+        self.replicas: Any = None
+        if cluster is None:
+            self.cluster: Any = SingleNode(config.broker_id, self.topics, self.clock,
+                                           lambda: config.auto_create_topics, config.broker_rack)
+        else:
+            from broker.cluster.replica_manager import ReplicaManager
+
+            self.cluster = cluster
+            self.replicas = ReplicaManager(config.broker_id, self.topics, self.appends, self.clock, config, cluster)
+            cluster.attach(self.topics, self.replicas)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
     # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).
@@ -115,6 +131,13 @@ class Broker:
 
         return ScramCredentialStore(Path(self.config.data_dir) / "meta" / "scram-credentials.json")
 
+    @functools.cached_property
+    def legacy_offsets(self) -> LegacyOffsets:
+        """OffsetCommit/OffsetFetch v0's store (ZooKeeper's in a ZooKeeper-mode Kafka)."""
+        from broker.services.legacy_offsets import LegacyOffsets
+
+        return LegacyOffsets(Path(self.config.data_dir) / "meta" / "legacy-consumer-offsets.json")
+
     def _start(self, service: _S) -> _S:
         if self._services is not None:
             self._services.start_soon(service.run)
@@ -123,6 +146,8 @@ class Broker:
     async def run(self, nursery: trio.Nursery) -> None:
         """Start the background tasks in `nursery`; coordinators built from now on start there too."""
         self._services = nursery
+        if self.replicas is not None:
+            await nursery.start(self.replicas.run)
         nursery.start_soon(run_retention, self.topics, self.clock, self.config)
         nursery.start_soon(run_producer_expiration, self.topics, self.clock, self.config)
         if self.config.log_cleaner_enable:
@@ -142,9 +167,8 @@ class Broker:
         return self.clock.now_ms()
 
     def flush_all(self) -> None:
-        for topic in self.topics:
-            for partition in topic.partitions:
-                partition.log.flush()
+        for partition in self.topics.hosted():
+            partition.log.flush()
 
     def close(self) -> None:
         self.flush_all()
@@ -152,7 +176,11 @@ class Broker:
         self.block_store.close()
 
 
-def _block_store(config: BrokerConfig, data_dir: Path) -> BlockStore:
+def _block_store(config: BrokerConfig, data_dir: Path, cluster: Any) -> BlockStore:
+    if cluster is not None:
+        from zk.store import SessionBlockStore
+
+        return SessionBlockStore(cluster.zk)
     if config.zookeeper_connect:
         return ZooKeeperBlockStore(config.zookeeper_connect, timeout=config.zookeeper_session_timeout_ms / 1000)
     return LocalBlockStore(data_dir / "producer_id_block.json")

@@ -28,3 +28,5 @@ def configure(level: str, fmt: str) -> None:
     handler.setFormatter(JsonFormatter() if fmt == "json" else
                          logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
+    # kazoo logs every ZooKeeper packet at DEBUG: the broker's own debug lines would drown in them.
+    logging.getLogger("kazoo").setLevel(max(logging.INFO, logging.getLevelName(level)))

@@ -11,9 +11,12 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zk.pid_blocks import ZNODE_PATH, ProducerIdBlock, decode_block, encode_block, next_block
+
+if TYPE_CHECKING:
+    from zk.kafka_zk import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +89,12 @@ class ZooKeeperBlockStore:
         hosts, chroot = parse_zookeeper_address(address)
         self.address = address
         self.timeout = timeout
+        # The chroot is a prefix of our own: kazoo's client-side chroot cannot create a chroot of two levels
+        # (/a/b) that does not exist yet.
+        self.znode = chroot + ZNODE_PATH
         # Short reconnection delays: kazoo's defaults can leave the client disconnected for tens of seconds
         # after ZooKeeper comes back.
-        self.client = KazooClient(hosts=hosts + chroot, timeout=timeout,
+        self.client = KazooClient(hosts=hosts, timeout=timeout,
                                   connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=1.5, max_delay=1.0))
         # Not blocking: a broker starts (and serves everything but new producer ids) without ZooKeeper.
         self.client.start_async()
@@ -99,16 +105,16 @@ class ZooKeeperBlockStore:
         self._wait_connected(min(self.timeout, CONNECT_WAIT_S))
         while True:
             try:
-                data, stat = self.client.get_async(ZNODE_PATH).get(timeout=self.timeout)
+                data, stat = self.client.get_async(self.znode).get(timeout=self.timeout)
             except NoNodeError:
                 data, stat = None, None
             block = next_block(decode_block(data) if data else None, broker_id)
             payload = encode_block(block)
             try:
                 if stat is None:
-                    self.client.create_async(ZNODE_PATH, payload, makepath=True).get(timeout=self.timeout)
+                    self.client.create_async(self.znode, payload, makepath=True).get(timeout=self.timeout)
                 else:
-                    self.client.set_async(ZNODE_PATH, payload, version=stat.version).get(timeout=self.timeout)
+                    self.client.set_async(self.znode, payload, version=stat.version).get(timeout=self.timeout)
             except (BadVersionError, NodeExistsError):
                 log.debug("producer id block conflict, retrying")
                 continue
@@ -130,3 +136,20 @@ class ZooKeeperBlockStore:
             self.client.close()
         except Exception:  # closing a client whose server is gone must not fail shutdown
             log.debug("closing the ZooKeeper client failed", exc_info=True)
+
+
+class SessionBlockStore:
+    """Blocks claimed through a broker's own ZooKeeper session (zk.session.ZkSession, as the cluster's brokers
+    hold one): the same znode and conditional writes, no second connection. `claim_next_block` is called from
+    a worker thread of the broker's trio run (ProducerIdManager does) and runs the claim back in trio."""
+
+    def __init__(self, zk: KafkaZkClient) -> None:
+        self.zk = zk
+
+    def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
+        import trio
+
+        return trio.from_thread.run(self.zk.claim_producer_id_block, broker_id)
+
+    def close(self) -> None:
+        pass  # the session is the broker's, closed with it

@@ -3,8 +3,10 @@
 A client decides what it may do from the broker's ApiVersions answer (the highest version of each API both
 sides know, and for kafka-python even which Kafka release it talks to), so advertising a release's ranges
 makes minibroker look like that release. Each range is cut to the versions minibroker serves:
-- the low ends start at Kafka 4's floors (KIP-896), because the pre-0.11 message formats are not spoken
-  (Produce keeps advertising v0 and answers v0-2 with UNSUPPORTED_VERSION, as Kafka 4 does: KAFKA-18659);
+- the 3.x profiles serve every version from v0, with the message formats v0 and v1 (Produce v0-2 up-converts
+  them, Fetch v0-3 down-converts to them); the 4.x tables start at Kafka 4's floors (KIP-896), except that
+  Kafka 4 still advertises Produce v0-2 and answers them with UNSUPPORTED_VERSION (KAFKA-18659), and so do
+  the 4.x profiles;
 - APIs minibroker does not serve are left out (SASL, delegation tokens, client quotas, the controllers'
   and replication APIs, the KIP-848 consumer group and KIP-932 share group protocols);
 - EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
@@ -85,6 +87,15 @@ METADATA_VERSION: dict[str, tuple[int, int]] = {
 # kraft.version (KIP-853) exists from 3.9; a single-node cluster stays at 0.
 KRAFT_VERSION_SINCE = "3.9"
 
+# Versions a release advertises but refuses: {api_key: lowest accepted}. Kafka 4 keeps Produce v0 in its
+# ApiVersions answer (old librdkafka stops compressing otherwise, KAFKA-18659) and answers v0-2 with
+# UNSUPPORTED_VERSION.
+_ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
+_ACCEPTED_FROM = {0: 3}
+
+# LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.
+INTER_BROKER_APIS = (4, 5, 6, 7, 56)
+
 # The default: the last release that runs with ZooKeeper, as minibroker does (Kafka 4 removed it), and
 # what the client suites assume unless told otherwise.
 DEFAULT = "3.9"
@@ -98,6 +109,16 @@ class VersionProfile:
     advertised: dict[int, tuple[int, int]]
     accepted: dict[int, tuple[int, int]]
     features: dict[str, Any]  # the ApiVersions v3+ feature fields
+
+    def with_inter_broker(self, served: Mapping[int, tuple[int, int, int]]) -> VersionProfile:
+        """This profile, also accepting (not advertising) the requests brokers of a cluster send each other:
+        a Kafka 4 release has no ZooKeeper mode, yet a minibroker cluster that looks like one needs them."""
+        accepted = dict(self.accepted)
+        for key in INTER_BROKER_APIS:
+            if key in served:
+                lo, hi, _ = served[key]
+                accepted.setdefault(key, (lo, hi))
+        return VersionProfile(self.release, self.advertised, accepted, self.features)
 
     def accepts(self, api_key: int, version: int) -> bool:
         lo_hi = self.accepted.get(api_key)
@@ -129,17 +150,23 @@ def check_release(kafka_version: str) -> str:
     return release
 
 
+def accepted_from(release: str) -> dict[int, int]:
+    """{api_key: lowest version accepted} where `release` advertises lower versions it refuses."""
+    return dict(_ACCEPTED_FROM) if _release_key(release) >= _release_key(_ADVERTISED_NOT_ACCEPTED_SINCE) else {}
+
+
 def resolve(served: Mapping[int, tuple[int, int, int]], kafka_version: str = DEFAULT) -> VersionProfile:
     """The profile of `kafka_version` ("3.9", "4.0.1": the patch level does not change the ranges), cut to
     `served` ({api_key: (min accepted, max, min advertised)}: the server's dispatch table says what it
     serves). Raises ValueError for a release without a table."""
     release = check_release(kafka_version)
+    refuses = accepted_from(release)
     advertised, accepted = {}, {}
     for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
         ours = served.get(key)
         if ours is None or hi < ours[0]:
             continue
         hi = min(hi, ours[1])
-        accepted[key] = (max(lo, ours[0]), hi)
         advertised[key] = (max(lo, ours[2]), hi)
+        accepted[key] = (max(lo, ours[0], refuses.get(key, 0)), hi)
     return VersionProfile(release, advertised, accepted, _features(release))

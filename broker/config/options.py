@@ -21,6 +21,7 @@ class Listener:
     port: int
     advertised_host: str | None = None
     advertised_port: int | None = None
+    name: str = "PLAINTEXT"
 
 
 def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:
@@ -151,6 +152,49 @@ OPTIONS: tuple[Option, ...] = (
            "broker without an authorizer allows everything)."),
     Option("super.users", "super_users", str,
            "Principals allowed everything whatever the ACLs, separated by semicolons (User:alice;User:bob)."),
+    # The cluster (ZooKeeper mode; docs/cluster.md).
+    Option("broker.rack", "broker_rack", str, "This broker's rack, for rack-aware replica assignment."),
+    Option("broker.id.generation.enable", "broker_id_generation_enable", bool,
+           "With ZooKeeper and no broker.id: take an id from /brokers/seqid (above reserved.broker.max.id)."),
+    Option("reserved.broker.max.id", "reserved_broker_max_id", int,
+           "Generated broker ids start above this."),
+    Option("zookeeper.connection.timeout.ms", "zookeeper_connection_timeout_ms", int,
+           "How long a broker waits for ZooKeeper at start."),
+    Option("controlled.shutdown.enable", "controlled_shutdown_enable", bool,
+           "On SIGTERM, ask the controller to move this broker's leaderships away first."),
+    Option("controlled.shutdown.max.retries", "controlled_shutdown_max_retries", int,
+           "Attempts of a controlled shutdown before stopping anyway."),
+    Option("controlled.shutdown.retry.backoff.ms", "controlled_shutdown_retry_backoff_ms", int,
+           "Wait between controlled shutdown attempts."),
+    Option("delete.topic.enable", "delete_topic_enable", bool, "DeleteTopics deletes (false: refused)."),
+    Option("auto.leader.rebalance.enable", "auto_leader_rebalance_enable", bool,
+           "The controller moves leaderships back to the preferred replicas when too many are elsewhere."),
+    Option("leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_seconds", int,
+           "How often the controller checks the preferred leaders."),
+    Option("leader.imbalance.per.broker.percentage", "leader_imbalance_per_broker_percentage", int,
+           "Share of a broker's partitions led elsewhere above which they are moved back."),
+    Option("offsets.topic.replication.factor", "offsets_topic_replication_factor", int,
+           "Replication factor of __consumer_offsets (at most the live brokers when it is created)."),
+    Option("transaction.state.log.replication.factor", "transaction_state_log_replication_factor", int,
+           "Replication factor of __transaction_state."),
+    Option("transaction.state.log.min.isr", "transaction_state_log_min_isr", int,
+           "min.insync.replicas of __transaction_state."),
+    Option("min.insync.replicas", "min_insync_replicas", int,
+           "With acks=all, fewer in-sync replicas than this refuse the write (NOT_ENOUGH_REPLICAS)."),
+    Option("unclean.leader.election.enable", "unclean_leader_election_enable", bool,
+           "Elect a leader outside the ISR when none of it is alive (loses acknowledged data)."),
+    Option("replica.lag.time.max.ms", "replica_lag_time_max_ms", int,
+           "A follower that has not caught up for this long leaves the ISR."),
+    Option("replica.fetch.max.bytes", "replica_fetch_max_bytes", int, "A follower's fetch size per partition."),
+    Option("replica.fetch.response.max.bytes", "replica_fetch_response_max_bytes", int,
+           "A follower's fetch size per request."),
+    Option("replica.fetch.wait.max.ms", "replica_fetch_wait_max_ms", int, "A follower's fetch long poll."),
+    Option("replica.fetch.backoff.ms", "replica_fetch_backoff_ms", int,
+           "A follower's wait after a failed fetch."),
+    Option("replica.socket.timeout.ms", "replica_socket_timeout_ms", int,
+           "Timeout of a broker's requests to another broker."),
+    Option("controller.socket.timeout.ms", "controller_socket_timeout_ms", int,
+           "Timeout of the controller's requests to a broker."),
 )
 OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
@@ -163,7 +207,7 @@ class BrokerConfig:
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
-    broker_id: int = 0
+    broker_id: int = -1  # -1: 0 for a single broker; with ZooKeeper, generated (broker.id.generation.enable)
     cluster_id: str | None = None
     auto_create_topics: bool = True
     num_partitions: int = 1
@@ -210,6 +254,29 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool = True
     allow_everyone_if_no_acl_found: bool = True
     super_users: str = ""
+    broker_rack: str | None = None
+    broker_id_generation_enable: bool = True
+    reserved_broker_max_id: int = 1000
+    zookeeper_connection_timeout_ms: int = 18_000
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5_000
+    delete_topic_enable: bool = True
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    offsets_topic_replication_factor: int = 3
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 1_000
+    replica_socket_timeout_ms: int = 30_000
+    controller_socket_timeout_ms: int = 30_000
 
     def set_option(self, kafka_name: str, value: str) -> None:
         """Apply one `name=value` override, with Kafka's option name."""
@@ -219,8 +286,20 @@ class BrokerConfig:
         setattr(self, opt.attr, convert_option(opt, value))
         self.validate()
 
+    @property
+    def cluster_mode(self) -> bool:
+        """A broker of a ZooKeeper-mode cluster (possibly of one), rather than the embedded single broker."""
+        return bool(self.zookeeper_connect)
+
     def validate(self) -> None:
         check_release(self.kafka_version)
+        if self.broker_id < 0 and not self.zookeeper_connect:
+            self.broker_id = 0  # the embedded single broker is node 0
+        if self.broker_id >= 0 and self.zookeeper_connect and self.broker_id > self.reserved_broker_max_id \
+                and self.broker_id_generation_enable:
+            # Kafka's check: configured ids stay below the generated ones.
+            raise ValueError(f"broker.id must be between 0 and {self.reserved_broker_max_id} (reserved.broker.max.id)"
+                             " when broker.id.generation.enable is true")
         if self.fsync not in FSYNC_POLICIES:
             raise ValueError(f"log.flush.policy must be one of {FSYNC_POLICIES}, not {self.fsync!r}")
         if self.log_message_timestamp_type not in ("CreateTime", "LogAppendTime"):

@@ -130,7 +130,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("segment.jitter.ms", _int(0, INT64_MAX), _const("0"), "log.roll.jitter.ms"),
     TopicConfigDef("segment.ms", _int(1, INT64_MAX), lambda c: str(c.log_roll_ms), "log.roll.ms"),
     TopicConfigDef("unclean.leader.election.enable", _bool, _const("false"), "unclean.leader.election.enable"),
-    # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724);
+    # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724;
+    # message.downconversion.enable does apply: to Fetch v0-3);
     # tiered storage (KIP-405) and replication throttles are kept and reported, and have no effect here.
     TopicConfigDef("message.format.version", _typed(_version, STRING), _const("3.0-IV1"),
                    "log.message.format.version"),
@@ -179,6 +180,10 @@ def log_config(overrides: Mapping[str, str], broker: BrokerConfig) -> LogConfig:
         max_message_bytes=int(values["max.message.bytes"]),
         index_interval_bytes=int(values["index.interval.bytes"]),
         message_timestamp_type=values["message.timestamp.type"],
+        compression_type=values["compression.type"],
+        message_timestamp_before_max_ms=int(values["message.timestamp.before.max.ms"]),
+        message_timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),
+        message_downconversion_enable=values["message.downconversion.enable"].lower() == "true",
         cleanup_policy=values["cleanup.policy"],
         min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         delete_retention_ms=int(values["delete.retention.ms"]),

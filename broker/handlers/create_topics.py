@@ -34,17 +34,23 @@ def _configs(ctx: RequestContext, overrides: dict[str, str]) -> list[dict[str, A
     return out
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.broker.topics
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.broker.cluster
     counts = Counter(t.name for t in req.topics)
     # CREATE on the cluster, or on each topic (KafkaApis.handleCreateTopicsRequest).
     creatable = set(counts) if cluster_authorized(ctx, AclOperation.CREATE) else \
         authorized_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, counts)
+    not_controller = cluster.not_controller()  # ZooKeeper mode: the controller creates topics
+    timeout_s = max(0, req.timeout_ms) / 1000
     results = []
     for t in req.topics:
         if counts[t.name] > 1:
             results.append(_result(t.name, ErrorCode.INVALID_REQUEST,
                                     f"Create topics request from client contains duplicate topic {t.name}"))
+            continue
+        if not_controller:
+            results.append(_result(t.name, ErrorCode.NOT_CONTROLLER, "This is not the correct controller for "
+                                                                     "this cluster."))
             continue
         if t.name not in creatable:
             results.append(_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
@@ -54,34 +60,28 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                                     "Both numPartitions or replicationFactor and replicasAssignments were set. "
                                     "Both cannot be used at the same time."))
             continue
-        num_partitions, replication_factor = t.num_partitions, t.replication_factor
+        assignments = None
         if t.assignments:
-            error = _check_assignments(ctx, t.assignments)
+            error = _check_assignments(t.assignments)
             if error:
                 results.append(_result(t.name, ErrorCode.INVALID_REPLICA_ASSIGNMENT, error))
                 continue
-            num_partitions = len(t.assignments)
-            replication_factor = len(t.assignments[0].broker_ids)
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         configs = {c.name: c.value for c in t.configs}
         try:
-            if req.validate_only:
-                num_partitions, overrides = topics.check_create(t.name, num_partitions, replication_factor,
-                                                                configs)
-                topic_id = ZERO_UUID
-            else:
-                topic = topics.create(t.name, num_partitions, replication_factor, configs,
-                                      now_ms=ctx.broker.now_ms())
-                num_partitions, overrides, topic_id = len(topic.partitions), topic.configs, topic.topic_id
+            created = await cluster.create_topic(t.name, t.num_partitions, t.replication_factor, assignments,
+                                                 configs, validate_only=req.validate_only, timeout_s=timeout_s)
         except TopicError as exc:
             results.append(_result(t.name, ErrorCode[exc.error], exc.message))
             continue
-        results.append({"name": t.name, "topic_id": topic_id, "error_code": ErrorCode.NONE,
-                        "error_message": None, "num_partitions": num_partitions, "replication_factor": 1,
-                        "configs": _configs(ctx, overrides)})
+        results.append({"name": t.name, "topic_id": created.topic_id or ZERO_UUID, "error_code": ErrorCode.NONE,
+                        "error_message": None, "num_partitions": created.num_partitions,
+                        "replication_factor": created.replication_factor,
+                        "configs": _configs(ctx, created.configs)})
     return {"throttle_time_ms": 0, "topics": results}
 
 
-def _check_assignments(ctx: RequestContext, assignments: Any) -> str | None:
+def _check_assignments(assignments: Any) -> str | None:
     indexes = sorted(a.partition_index for a in assignments)
     if indexes != list(range(len(indexes))):
         return "Partitions should be 0-based and consecutive."
@@ -90,6 +90,4 @@ def _check_assignments(ctx: RequestContext, assignments: Any) -> str | None:
             return "Replica assignment of a partition must not be empty."
         if len(set(a.broker_ids)) != len(a.broker_ids):
             return f"Duplicate brokers in replica assignment: {list(a.broker_ids)}"
-        if any(b != ctx.broker.node_id for b in a.broker_ids):
-            return f"Unknown broker in replica assignment: {list(a.broker_ids)}"
     return None

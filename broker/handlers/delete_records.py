@@ -13,12 +13,13 @@ HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK: everything produced 
 
 
 def _delete(ctx: RequestContext, topic_name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    topic = ctx.broker.topics.get(topic_name)
-    if topic is None or not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-    if topic.is_internal:
+    topics = ctx.broker.topics
+    topic = topics.get(topic_name)
+    if topic is not None and topic.is_internal:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, -1  # "Cannot delete records of internal topic"
-    partition = topic.partitions[index]
+    partition = topics.leader_partition(topic_name, index)
+    if isinstance(partition, ErrorCode):
+        return partition, -1
     log = partition.log
     if not log.config.delete_enabled:
         return ErrorCode.POLICY_VIOLATION, -1  # compacted only: "can not be deleted due to the configured policy"

@@ -1,4 +1,4 @@
-"""DescribeCluster (KIP-700): this broker, as Metadata describes it, and the cluster id."""
+"""DescribeCluster (KIP-700): the live brokers, as Metadata describes them, the controller and the cluster id."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     endpoint_type = req.endpoint_type if version >= 1 else BROKERS
     body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
+            "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id,
+            "controller_id": broker.cluster.controller_id,
             "brokers": [], "cluster_authorized_operations": NO_OPERATIONS}
     if endpoint_type != BROKERS:
         # A broker answers for brokers only; controllers are asked directly (KIP-919).
@@ -28,8 +29,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not cluster_authorized(ctx, AclOperation.DESCRIBE):
         body.update(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message="Cluster authorization failed.")
         return body
-    body["brokers"] = [{"broker_id": broker.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
-                        "rack": None, "is_fenced": False}]
+    body["brokers"] = [{"broker_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack, "is_fenced": False}
+                       for n in broker.cluster.nodes(ctx.endpoint)]
     if req.include_cluster_authorized_operations:
         body["cluster_authorized_operations"] = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return body

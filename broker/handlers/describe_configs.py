@@ -67,7 +67,7 @@ def broker_chain(dynamic: DynamicConfigs, name: str, static_value: str | None, d
 def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms: list[dict[str, Any]],
            kind: int, version: int) -> dict[str, Any]:
     return {"name": name, "value": value, "read_only": read_only, "config_source": source,
-            "is_default": source == DEFAULT_CONFIG and version == 0, "is_sensitive": False,
+            "is_default": False, "is_sensitive": False,  # v0: Kafka 3.x never sets it
             "synonyms": synonyms if version >= 1 else [], "config_type": kind, "documentation": None}
 
 

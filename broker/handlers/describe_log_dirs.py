@@ -19,7 +19,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             continue
         partitions = [{"partition_index": p.index, "partition_size": p.log.size_in_bytes, "offset_lag": 0,
                        "is_future_key": False}
-                      for p in topic.partitions if wanted is None or p.index in wanted[topic.name]]
+                      for p in topic.partitions
+                      if p.log is not None and (wanted is None or p.index in wanted[topic.name])]
         if partitions:
             topics.append({"name": topic.name, "partitions": partitions})
     try:

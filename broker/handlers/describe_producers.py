@@ -23,10 +23,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 partitions.append({"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                    "error_message": None, "active_producers": []})
                 continue
-            partition = topics.partition(t.name, index)
-            if partition is None:
-                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   "error_message": UNKNOWN_TOPIC_OR_PARTITION_MESSAGE, "active_producers": []})
+            partition = topics.leader_partition(t.name, index)
+            if isinstance(partition, ErrorCode):
+                message = UNKNOWN_TOPIC_OR_PARTITION_MESSAGE if partition == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
+                    else None
+                partitions.append({"partition_index": index, "error_code": partition,
+                                   "error_message": message, "active_producers": []})
                 continue
             partitions.append({
                 "partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,

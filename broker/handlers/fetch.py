@@ -7,6 +7,13 @@ read_committed (KIP-98): whole batches below the last stable offset only, with t
 that overlap the returned range (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED and
 collectAbortedTransactions); the long poll counts only those bytes, so it waits behind an open
 transaction until its marker is appended. Every partition reports the LSO.
+
+Fetch v0-3 (3.x profiles) cannot read record batch v2: after the read, their records are down-converted
+(v0-1 to message format v0, v2-3 to v1; protocol.conversion.lazy_down_convert, Kafka's KIP-283 lazy
+down-conversion) unless the topic's message.downconversion.enable is false (UNSUPPORTED_VERSION). That
+happens only for those versions, after the long poll, so v4+ fetches pay nothing for it. v0-2 have no
+KIP-74: a first batch larger than the limit is not returned (Kafka sends a part of it, which an old client
+cannot read either).
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ import trio
 
 from broker.handlers.context import RequestContext
 from broker.log.partition_log import OffsetOutOfRangeError
-from broker.security.access import AclOperation, ResourceType, authorized
+from broker.security.access import AclOperation, ResourceType, authorized, cluster_authorized
 from protocol.header import ErrorCode
 
 READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
+DOWN_CONVERT_BELOW = 4  # Fetch v0-3 read message format v0 (v0-1) or v1 (v2-3)
 _FRAME = struct.Struct(">qi")  # base offset, batch length
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
@@ -52,7 +60,9 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
     read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
     remaining = req.max_bytes if version >= 3 else broker.config.fetch_max_bytes
     remaining = min(remaining, broker.config.fetch_max_bytes)
-    min_one = True  # KIP-74: the first non-empty partition returns at least one whole batch
+    replica_id = req.replica_id  # a follower's fetch (>= 0) reads up to the log end, and reports its progress
+    follower = replica_id >= 0 and broker.replicas is not None
+    min_one = version >= 3  # KIP-74 (v3+): the first non-empty partition returns at least one whole batch
     total = 0
     any_error = False
     responses = []
@@ -65,31 +75,38 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         name = topic.name if topic is not None else fetch_topic.topic if version < 13 else None
         if name is not None and name not in readable:  # READ on the topic, asked once per request
-            readable[name] = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+            readable[name] = cluster_authorized(ctx, AclOperation.CLUSTER_ACTION) if follower else \
+                authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
         partitions = []
         for fp in fetch_topic.partitions:
             if name is not None and not readable[name]:
                 partitions.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 any_error = True
                 continue
-            if topic is None or not 0 <= fp.partition < len(topic.partitions):
+            if topic is None:
                 partitions.append(_partition_error(fp.partition, missing))
                 any_error = True
                 continue
-            partition = topic.partitions[fp.partition]
-            log = partition.log
-            hw = log.log_end_offset
-            producers = partition.producers
-            lso = producers.last_stable_offset(hw, log.log_start_offset) if producers.ongoing_txns else hw
-            if version >= 9 and fp.current_leader_epoch > 0:
-                # Our leader epoch is always 0; a newer one means the client knows a future leader.
-                partitions.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_LEADER_EPOCH, hw,
-                                                   log.log_start_offset, lso))
+            partition = broker.topics.leader_partition(topic.name, fp.partition)
+            if isinstance(partition, ErrorCode):
+                partitions.append(_partition_error(fp.partition, partition))
                 any_error = True
                 continue
+            log = partition.log
+            hw = partition.high_watermark
+            producers = partition.producers
+            lso = producers.last_stable_offset(hw, log.log_start_offset) if producers.ongoing_txns else hw
+            epoch_error = broker.topics.check_leader_epoch(partition, fp.current_leader_epoch) if version >= 9 \
+                else ErrorCode.NONE
+            if epoch_error:
+                partitions.append(_partition_error(fp.partition, epoch_error, hw, log.log_start_offset, lso))
+                any_error = True
+                continue
+            if follower:
+                broker.replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
             try:
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
-                                   max_offset=lso if read_committed else hw)
+                                   max_offset=None if follower else lso if read_committed else hw)
             except OffsetOutOfRangeError:
                 partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw,
                                                    log.log_start_offset, lso))
@@ -132,5 +149,32 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             break
         with trio.move_on_at(deadline):
             await woken.wait()
+    if version < DOWN_CONVERT_BELOW:
+        _down_convert(ctx, req, responses)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses,
             "node_endpoints": []}
+
+
+def _down_convert(ctx: RequestContext, req: Any, responses: list[dict[str, Any]]) -> None:
+    """Kafka's KafkaApis.maybeConvertFetchedData for Fetch v0-3, partition by partition."""
+    from protocol.conversion import UnsupportedCompressionError, lazy_down_convert
+
+    version = ctx.header.api_version
+    to_magic = 0 if version <= 1 else 1
+    topics = ctx.broker.topics
+    for fetch_topic, topic_response in zip(req.topics, responses, strict=True):
+        topic = topics.get(fetch_topic.topic)
+        for fp, partition in zip(fetch_topic.partitions, topic_response["partitions"], strict=True):
+            log = topic.partitions[fp.partition].log if topic and 0 <= fp.partition < len(topic.partitions) else None
+            if log is None:
+                continue  # no log here, no config: nothing to convert (Kafka)
+            config = log.config
+            if config.compression_type == "zstd":
+                partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
+            elif not config.message_downconversion_enable:
+                partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_VERSION))
+            elif partition["records"]:
+                try:
+                    partition["records"] = lazy_down_convert(partition["records"], to_magic, fp.fetch_offset)
+                except UnsupportedCompressionError:
+                    partition.update(_partition_error(fp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))

@@ -4,6 +4,9 @@ Kafka's Partition.fetchOffsetForTimestamp and ReplicaManager.fetchOffset: a cons
 id -1) is bounded by its last fetchable offset, the high watermark for read_uncommitted and the last
 stable offset for read_committed (isolation level 1, v2+). LATEST answers that bound; a timestamp or
 MAX_TIMESTAMP lookup that lands at or beyond it answers "no offset" (-1, -1) without an error.
+
+v0 (3.x profiles) answers Kafka's legacy lookup instead: up to max_num_offsets segment base offsets
+(newest first) of the segments last modified before the timestamp (UnifiedLog.legacyFetchOffsetsBefore).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
-LEADER_EPOCH = 0  # a single broker that has always been the leader
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 NOT_FOUND = (-1, -1, -1)
@@ -28,9 +30,10 @@ NOT_FOUND = (-1, -1, -1)
 def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
     """(timestamp, offset, leader epoch) as Kafka's UnifiedLog.fetchOffsetByTimestamp answers."""
     if ts == LATEST:
-        return -1, last_fetchable, LEADER_EPOCH
+        return -1, last_fetchable, log.epoch_for_offset(last_fetchable - 1) if last_fetchable > 0 \
+            else log.leader_epoch
     if ts in (EARLIEST, EARLIEST_LOCAL):
-        return -1, log.log_start_offset, LEADER_EPOCH
+        return -1, log.log_start_offset, log.epoch_for_offset(log.log_start_offset)
     if ts == LATEST_TIERED:
         return -1, -1, -1  # no tiered storage: nothing has been tiered
     if ts == MAX_TIMESTAMP:
@@ -42,7 +45,22 @@ def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
         offset, timestamp = found
     if offset < 0 or offset >= last_fetchable:
         return NOT_FOUND
-    return timestamp, offset, LEADER_EPOCH
+    return timestamp, offset, log.epoch_for_offset(offset)
+
+
+def _legacy(ctx: RequestContext, partition: Any, p: Any, replica_id: int) -> dict[str, Any]:
+    """ListOffsets v0 (KafkaApis.handleListOffsetRequestV0): only LATEST and EARLIEST of the special
+    timestamps; a consumer never gets an offset above the high watermark."""
+    answer = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE, "old_style_offsets": []}
+    if p.timestamp < EARLIEST:
+        answer["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+        return answer
+    offsets = partition.log.legacy_offsets_before(p.timestamp, p.max_num_offsets, ctx.broker.now_ms())
+    hw = partition.high_watermark
+    if replica_id == CONSUMER_REPLICA_ID and any(o > hw for o in offsets):
+        offsets = [hw] + [o for o in offsets if o <= hw]
+    answer["old_style_offsets"] = offsets
+    return answer
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -52,7 +70,6 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
     out = []
     for t in req.topics:
-        topic = topics.get(t.name)
         partitions = []
         for p in t.partitions:
             if t.name not in describable:
@@ -60,21 +77,20 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                    "timestamp": -1, "offset": -1, "leader_epoch": -1})
                 continue
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            partition = topics.leader_partition(t.name, p.partition_index)
+            error = partition if isinstance(partition, ErrorCode) else \
+                topics.check_leader_epoch(partition, p.current_leader_epoch)
+            if error:
+                partitions.append({"partition_index": p.partition_index, "error_code": error,
                                    "timestamp": -1, "offset": -1, "leader_epoch": -1})
                 continue
-            if p.current_leader_epoch > LEADER_EPOCH:
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.UNKNOWN_LEADER_EPOCH,
-                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
-                continue
-            partition = topic.partitions[p.partition_index]
             log = partition.log
-            # The high watermark is the log end offset on a single broker.
-            last_fetchable = (partition.producers.last_stable_offset(log.log_end_offset, log.log_start_offset)
-                              if read_committed else log.log_end_offset)
+            if ctx.header.api_version == 0:
+                partitions.append(_legacy(ctx, partition, p, req.replica_id))
+                continue
+            hw = partition.high_watermark
+            last_fetchable = (partition.producers.last_stable_offset(hw, log.log_start_offset)
+                              if read_committed else hw)
             timestamp, offset, epoch = _lookup(log, p.timestamp, last_fetchable)
             partitions.append({"partition_index": p.partition_index, "error_code": ErrorCode.NONE,
                                "timestamp": timestamp, "offset": offset, "leader_epoch": epoch})

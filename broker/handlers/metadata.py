@@ -11,7 +11,7 @@ from typing import Any
 
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_operations, cluster_authorized
-from broker.services.topics import Topic, TopicError, validate_topic_name
+from broker.services.topics import Partition, Topic, TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -46,12 +46,13 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if 8 <= version <= 10 and req.include_cluster_authorized_operations:
         cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, "kafka-cluster") \
             if cluster_authorized(ctx, AclOperation.DESCRIBE) else 0
+    cluster = broker.cluster
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": broker.node_id, "host": ctx.endpoint.host, "port": ctx.endpoint.port,
-                     "rack": None}],
+        "brokers": [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+                    for n in cluster.nodes(ctx.endpoint)],
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": cluster.controller_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_ops,
     }
@@ -83,10 +84,9 @@ def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops
     if not (cluster_authorized(ctx, AclOperation.CREATE)
             or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
         return topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
-    try:
-        topic = broker.topics.create(name, now_ms=broker.now_ms())
-    except TopicError as exc:
-        return topic_error(ErrorCode[exc.error], name)
+    topic = broker.cluster.auto_create_topic(name)
+    if isinstance(topic, ErrorCode):  # in a cluster: LEADER_NOT_AVAILABLE while the controller creates it
+        return topic_error(topic, name)
     return topic_metadata(ctx, topic, include_ops)
 
 
@@ -96,18 +96,20 @@ def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UU
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
+def partition_metadata(p: Partition) -> dict[str, Any]:
+    """A partition as Metadata describes it: no leader is LEADER_NOT_AVAILABLE (offline, or being elected)."""
+    return {"error_code": ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": p.index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+            "replica_nodes": p.replicas, "isr_nodes": p.isr, "offline_replicas": p.offline_replicas}
+
+
 def topic_metadata(ctx: RequestContext, topic: Topic, include_ops: bool) -> dict[str, Any]:
-    node = ctx.broker.node_id
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": [
-            {"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
-             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
-            for p in topic.partitions
-        ],
+        "partitions": [partition_metadata(p) for p in topic.partitions],
         "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, topic.name)
         if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.group_records import OffsetValue
@@ -43,9 +45,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            # v1 may give the commit time (offsets then expire from it); -1 or later versions: now.
+            committed_at = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
             offsets[tp] = OffsetValue(p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
-                                      p.committed_metadata or "", now, expire)
-    if offsets:
+                                      p.committed_metadata or "", committed_at, expire)
+    if offsets and version == 0:
+        # v0: ZooKeeper's store in a ZooKeeper-mode Kafka, apart from the coordinator's (offset only).
+        too_large = {tp for tp, v in offsets.items() if len(v.metadata) > broker.config.offset_metadata_max_bytes}
+        errors.update((tp, ErrorCode.OFFSET_METADATA_TOO_LARGE) for tp in too_large)
+        kept = {tp: v.offset for tp, v in offsets.items() if tp not in too_large}
+        await trio.to_thread.run_sync(broker.legacy_offsets.commit, req.group_id, kept)
+        errors.update((tp, ErrorCode.NONE) for tp in kept)
+    elif offsets:
         errors.update(groups.coordinator.commit_offsets(
             group_id=req.group_id, generation_id=req.generation_id_or_member_epoch, member_id=req.member_id,
             group_instance_id=req.group_instance_id if version >= 7 else None, offsets=offsets,

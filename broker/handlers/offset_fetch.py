@@ -52,8 +52,36 @@ def _group_error(ctx: RequestContext, group_id: str) -> ErrorCode:
     return ErrorCode.NONE
 
 
+def _legacy(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    """v0 (KafkaApis.handleOffsetFetchRequestFromZookeeper): offsets of the v0 store only, no metadata; a
+    partition without one, or unknown, answers UNKNOWN_TOPIC_OR_PARTITION with offset -1."""
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, req.group_id):
+        denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, denied) for i in t.partition_indexes]}
+                           for t in req.topics]}
+    store = ctx.broker.legacy_offsets
+    describable = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
+    out = []
+    for t in req.topics:
+        topic = ctx.broker.topics.get(t.name)
+        partitions = []
+        for i in t.partition_indexes:
+            offset = store.get(req.group_id, t.name, i)
+            if t.name not in describable:
+                partitions.append(_partition(i, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif topic is None or not 0 <= i < len(topic.partitions) or offset is None:
+                partitions.append(_partition(i, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                partitions.append({"partition_index": i, "committed_offset": offset, "committed_leader_epoch": -1,
+                                   "metadata": "", "error_code": ErrorCode.NONE})
+        out.append({"name": t.name, "partitions": partitions})
+    return {"topics": out}
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
+    if version == 0:
+        return _legacy(ctx, req)
     stable = version >= 7 and bool(req.require_stable)
     if version >= 8:
         groups = []

@@ -1,5 +1,7 @@
-"""OffsetForLeaderEpoch: this broker has led every partition since epoch 0, so epoch 0 ends at the log end
-offset and any later epoch is unknown (Kafka's LeaderEpochFileCache.endOffsetFor)."""
+"""OffsetForLeaderEpoch: where a leader epoch ended in the leader's log (Kafka's
+LeaderEpochFileCache.endOffsetFor), asked by consumers after a leader change (KIP-320) and by followers
+before they truncate (KIP-101/279; replica id set, v3+). A single broker has led every partition since
+epoch 0, so epoch 0 ends at the log end offset and any later epoch is unknown."""
 
 from __future__ import annotations
 
@@ -9,20 +11,19 @@ from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized_names
 from protocol.header import ErrorCode
 
-LEADER_EPOCH = 0
 UNDEFINED = -1
 
 
 def _end_offset(ctx: RequestContext, topic_name: str, index: int, current: int, requested: int) -> dict[str, Any]:
     out = {"partition": index, "error_code": ErrorCode.NONE, "leader_epoch": UNDEFINED, "end_offset": UNDEFINED}
-    partition = ctx.broker.topics.partition(topic_name, index)
-    if partition is None:
-        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    elif current > LEADER_EPOCH:
-        out["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH  # the client knows a newer leader than us
-    elif requested == LEADER_EPOCH:
-        out.update(leader_epoch=LEADER_EPOCH, end_offset=partition.log.log_end_offset)
-    # Any other epoch: later than ours, or undefined: (-1, -1).
+    topics = ctx.broker.topics
+    partition = topics.leader_partition(topic_name, index)
+    error = partition if isinstance(partition, ErrorCode) else topics.check_leader_epoch(partition, current)
+    if error:
+        out["error_code"] = error
+        return out
+    epoch, end = partition.log.end_offset_for_epoch(requested)
+    out.update(leader_epoch=epoch, end_offset=end)
     return out
 
 

@@ -16,12 +16,13 @@ from broker.handlers.context import RequestContext
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
-from broker.services.topics import Partition, TopicError
+from broker.services.topics import Partition
 from protocol.header import ErrorCode
 from protocol.messages.produce import TOPIC_IDS_FROM
 from protocol.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
+    MAGIC_OFFSET,
     TRANSACTIONAL_MASK,
     CorruptRecordError,
     InvalidMagicError,
@@ -32,24 +33,22 @@ from protocol.records import (
 )
 
 ZSTD = 4
+LEGACY_FROM = 3  # Produce v0-2 may carry message format v0/v1
 
 
 def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | ErrorCode:
     topics = ctx.broker.topics
     topic = topics.get(topic_name)
     if topic is None:
-        if not ctx.broker.config.auto_create_topics:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        try:
-            topic = topics.create(topic_name, now_ms=ctx.broker.now_ms())
-        except TopicError as exc:
-            return ErrorCode[exc.error] if exc.error != "TOPIC_ALREADY_EXISTS" else \
+        # auto.create.topics.enable (unlike Kafka, a Produce creates too; in a cluster the topic is created
+        # by the controller, and the producer retries until its metadata shows it).
+        topic = ctx.broker.cluster.auto_create_topic(topic_name)
+        if isinstance(topic, ErrorCode):
+            return topic if topic in (ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.POLICY_VIOLATION) else \
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if topic.is_internal:
         return ErrorCode.INVALID_TOPIC_EXCEPTION  # Kafka: "Cannot append to internal topic"
-    if not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return topic.partitions[index]
+    return topics.leader_partition(topic_name, index)
 
 
 def validate(records: bytes | None, version: int, max_message_bytes: int) -> tuple[ErrorCode, str | None]:
@@ -100,7 +99,8 @@ def has_transactional_records(req: Any) -> bool:
     for topic_data in req.topic_data:
         for pdata in topic_data.partition_data:
             records = pdata.records
-            if records and len(records) >= BATCH_HEADER_SIZE and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK:
+            if (records and len(records) >= BATCH_HEADER_SIZE and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK
+                    and records[MAGIC_OFFSET] == 2):  # v0/v1 messages have no transactions
                 return True
     return False
 
@@ -137,20 +137,67 @@ def _response(index: int, error: ErrorCode, message: str | None = None, base_off
             "record_errors": [], "error_message": message}
 
 
-async def _durable(broker: Any, log: Any, offset: int, response: dict[str, Any]) -> None:
-    """Wait for the fdatasync covering `offset`; a failed one turns the answer into KAFKA_STORAGE_ERROR."""
+def _is_legacy(records: bytes | None) -> bool:
+    """Message format v0/v1 (or nothing at all): anything but a v2 batch."""
+    return not records or len(records) <= MAGIC_OFFSET or records[MAGIC_OFFSET] in (0, 1)
+
+
+def _append_legacy(partition: Partition, pdata: Any, now: int) -> tuple[dict[str, Any], int | None]:
+    """A v0/v1 message set up-converted and appended (Kafka's LogValidator, then UnifiedLog.append): the
+    partition's answer and the last offset appended (None when nothing was)."""
+    from protocol.conversion import ConversionError, up_convert  # the old formats load only when used
+
+    log = partition.log
+    config = log.config
     try:
-        await broker.flusher.wait_durable(log, offset)
+        converted = up_convert(
+            pdata.records or b"", now_ms=now, log_append_time=config.log_append_time,
+            compression_type=config.compression_type, compacted=config.compacted,
+            timestamp_before_max_ms=config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms=config.message_timestamp_after_max_ms,
+            max_message_bytes=config.max_message_bytes, topic_partition=f"{partition.topic}-{partition.index}")
+    except ConversionError as exc:
+        response = _response(pdata.index, exc.error, exc.message, log_start_offset=log.log_start_offset)
+        response["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
+        return response, None
+    if converted is None:  # no whole message: nothing appended, no error (Kafka)
+        return _response(pdata.index, ErrorCode.NONE, log_start_offset=log.log_start_offset), None
+    if len(converted.batch) > config.max_message_bytes:  # re-checked after conversion, as Kafka does
+        return _response(pdata.index, ErrorCode.MESSAGE_TOO_LARGE,
+                         f"The record batch size in the append to {partition.topic}-{partition.index} is "
+                         f"{len(converted.batch)} bytes which exceeds the maximum configured value of "
+                         f"{config.max_message_bytes}.", log_start_offset=log.log_start_offset), None
+    try:
+        result = log.append(converted.batch, now_ms=now)
+    except RecordBatchTooLargeError as exc:
+        return _response(pdata.index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)), None
+    except OSError as exc:
+        return _response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
+    return _response(pdata.index, ErrorCode.NONE, None, result.base_offset, result.log_append_time,
+                     result.log_start_offset), result.last_offset
+
+
+async def _durable(broker: Any, partition: Partition, offset: int, response: dict[str, Any],
+                   timeout_s: float) -> None:
+    """acks=all: wait for the fdatasync covering `offset` (a failed one is KAFKA_STORAGE_ERROR) and, for a
+    replicated partition, for every in-sync replica to have it (the high watermark past it)."""
+    try:
+        await broker.flusher.wait_durable(partition.log, offset)
     except OSError as exc:
         response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}",
                         base_offset=-1, log_append_time_ms=-1)
+        return
+    if partition.replicated_hw is not None:
+        error = await broker.replicas.wait_replicated(partition, offset, timeout_s)
+        if error:
+            response.update(error_code=error, base_offset=-1, log_append_time_ms=-1)
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     broker = ctx.broker
     version = ctx.header.api_version
     acks = req.acks
-    waits: list[tuple[Any, int, dict[str, Any]]] = []
+    waits: list[tuple[Partition, int, dict[str, Any]]] = []
     responses = []
     now = broker.now_ms()
     appended = False
@@ -191,7 +238,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions.append(_response(pdata.index, partition))
                 continue
             log = partition.log
+            if version < LEGACY_FROM and _is_legacy(pdata.records):
+                response, last_offset = _append_legacy(partition, pdata, now)
+                if last_offset is not None:
+                    appended = True
+                    if acks == -1:
+                        waits.append((partition, last_offset, response))
+                partitions.append(response)
+                continue
             error, message = validate(pdata.records, version, log.config.max_message_bytes)
+            if not error and acks == -1 and partition.replicated_hw is not None:
+                error = broker.replicas.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
+                message = None
             if error:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
                 continue
@@ -230,7 +288,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 response = _response(pdata.index, ErrorCode.NONE, None, dup.first_offset, dup.timestamp,
                                      log.log_start_offset)
                 if acks == -1:
-                    waits.append((log, dup.last_offset, response))
+                    waits.append((partition, dup.last_offset, response))
                 partitions.append(response)
                 continue
             try:
@@ -250,20 +308,23 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                              header.last_offset_delta, result.base_offset, timestamp, is_transactional)
             response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
                                  result.log_append_time, result.log_start_offset)
+            if partition.replicated_hw is not None:
+                broker.replicas.leader_appended(partition)
             if acks == -1:
-                waits.append((log, result.last_offset, response))
+                waits.append((partition, result.last_offset, response))
             partitions.append(response)
         responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
                           "partition_responses": partitions})
     if appended:
         broker.appends.notify()
     if waits:
+        timeout_s = max(0, req.timeout_ms) / 1000
         if len(waits) == 1:
-            await _durable(broker, *waits[0])
+            await _durable(broker, *waits[0], timeout_s)
         else:
             async with trio.open_nursery() as nursery:
                 for wait in waits:
-                    nursery.start_soon(_durable, broker, *wait)
+                    nursery.start_soon(_durable, broker, *wait, timeout_s)
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": []}

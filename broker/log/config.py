@@ -17,6 +17,11 @@ class LogConfig:
     max_message_bytes: int = 1048588
     index_interval_bytes: int = 4096
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    # What the old message formats need (Produce v0-2 up-conversion, Fetch v0-3 down-conversion).
+    compression_type: str = "producer"  # the codec an up-converted batch gets ("producer": the producer's)
+    message_timestamp_before_max_ms: int = 2**63 - 1
+    message_timestamp_after_max_ms: int = 2**63 - 1
+    message_downconversion_enable: bool = True
     cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
     # Compaction (Kafka's LogCleaner), for the compact policy.
     min_cleanable_dirty_ratio: float = 0.5

@@ -30,6 +30,7 @@ from pathlib import Path
 from broker.log.cleaner import CLEANER_DIR, REPLACES_FILE, CleaningJob, CleaningResult
 from broker.log.config import LogConfig
 from broker.log.durable_file import fsync_path, write_atomically
+from broker.log.leader_epochs import LeaderEpochCache
 from broker.log.segment import LogSegment, file_name
 from protocol.records import (
     BatchHeader,
@@ -87,14 +88,17 @@ class PartitionLog:
         self._dir_dirty = False  # a segment file was created since the last flush
         self._generation = 0  # bumped by truncation: a flush or cleaning that started before must not publish
         self._first_dirty: int | None = None  # the cleaner checkpoint, read on first use
+        self.epochs: LeaderEpochCache | None = None  # the leader epoch cache of a replicated log
         self._lock = threading.Lock()  # segment list changes vs. the flushing thread's capture
         self._flush_lock = threading.Lock()  # one flush at a time; truncation and close wait for it
 
     # --- opening and recovery ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, *, now_ms: int, leader_epoch: int = 0) -> PartitionLog:
-        """Create the log or load and recover it."""
+    def open(cls, directory: Path, config: LogConfig, *, now_ms: int, leader_epoch: int = 0,
+             track_epochs: bool = False) -> PartitionLog:
+        """Create the log or load and recover it. A replicated log (a cluster's) keeps its leader epoch
+        cache; a single broker's, always led at epoch 0, needs none."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         bases = _scan_directory(directory)
@@ -106,6 +110,9 @@ class PartitionLog:
             segments.append(LogSegment.create(directory, checkpoint_start or 0, config, now_ms))
         start = max(checkpoint_start or 0, segments[0].base_offset)
         self = cls(directory, config, segments, start, recovery_point, leader_epoch)
+        if track_epochs:
+            self.epochs = LeaderEpochCache.load(directory) or self._rebuild_epochs()
+            self.epochs.truncate_from_end(self.log_end_offset)  # a torn tail was cut at recovery
         if start > self.log_end_offset:
             # The tail holding the log start offset was lost (never flushed): start over there.
             log.warning("%s: log start offset %d is past the log end %d, emptying the log", directory, start,
@@ -118,6 +125,39 @@ class PartitionLog:
                 _fsync_path(segment.time_index.path)
         self._set_recovery_point(self._segments[-1].base_offset)
         return self
+
+    def _rebuild_epochs(self) -> LeaderEpochCache:
+        """The leader epoch cache from the stored batches' leader epochs (a log without its checkpoint)."""
+        cache = LeaderEpochCache(self.directory)
+        for header in self.iter_batch_headers():
+            if header.partition_leader_epoch > cache.latest_epoch:
+                cache.assign(header.partition_leader_epoch, header.base_offset)
+        return cache
+
+    def become_leader(self, leader_epoch: int) -> None:
+        """This broker leads the partition from `leader_epoch` on: its batches are stamped with it, and the
+        epoch starts at the log end (Kafka's maybeAssignEpochStartOffset)."""
+        self.leader_epoch = leader_epoch
+        if self.epochs is not None:
+            self.epochs.assign(leader_epoch, self.log_end_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) of OffsetForLeaderEpoch: where `leader_epoch` ended in this log. Without an
+        epoch cache the log has had one epoch, its leader's."""
+        if self.epochs is not None:
+            return self.epochs.end_offset_for(leader_epoch, self.log_end_offset)
+        if leader_epoch == self.leader_epoch:
+            return leader_epoch, self.log_end_offset
+        if 0 <= leader_epoch < self.leader_epoch:
+            return leader_epoch, self.log_start_offset
+        return -1, -1
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch of the batch holding `offset` (ListOffsets answers it), from the epoch cache."""
+        if self.epochs is None:
+            return self.leader_epoch
+        found = self.epochs.epoch_for_offset(offset)
+        return self.leader_epoch if found is None else found
 
     # --- appending --------------------------------------------------------------------------------------
 
@@ -165,6 +205,37 @@ class PartitionLog:
         self.size_bytes += total
         self.log_end_offset = offset
         return AppendResult(first, offset - 1, now_ms if log_append_time else -1, self.log_start_offset)
+
+    def append_as_follower(self, batches: Buffer, *, now_ms: int) -> list[BatchHeader]:
+        """Append a leader's batches as they are (offsets, leader epochs, timestamps unchanged), as a
+        follower does: they must start at the log end offset. Returns their headers (producer state and
+        the epoch cache follow them)."""
+        view = memoryview(batches)
+        parsed = list(iter_batches(view))
+        if not parsed:
+            return []
+        first = parsed[0][0].base_offset
+        if first != self.log_end_offset:
+            raise CorruptRecordError(f"{self.directory.name}: a follower append at offset {first}, "
+                                     f"not at the log end {self.log_end_offset}")
+        total = len(view)
+        last_offset = parsed[-1][0].base_offset + parsed[-1][0].last_offset_delta
+        max_timestamp = max(h.max_timestamp for h, _, _ in parsed)
+        segment = self._segments[-1]
+        if total > self.config.segment_bytes or self._should_roll(segment, total, max_timestamp, last_offset,
+                                                                  now_ms):
+            segment = self._roll(now_ms)
+        position = segment.size
+        _write(segment, [view], total)
+        for header, start, end in parsed:
+            segment.track_batch(position + start, end - start, header.base_offset + header.last_offset_delta,
+                                header.max_timestamp)
+            if self.epochs is not None and header.partition_leader_epoch > self.epochs.latest_epoch:
+                self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+        segment.size += total
+        self.size_bytes += total
+        self.log_end_offset = last_offset + 1
+        return [h for h, _, _ in parsed]
 
     def _should_roll(self, segment: LogSegment, size: int, max_timestamp: int, last_offset: int,
                      now_ms: int) -> bool:
@@ -227,6 +298,26 @@ class PartitionLog:
                 if found is not None:
                     return found
         return None
+
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
+        """ListOffsets v0 (Kafka's UnifiedLog.legacyFetchOffsetsBefore): the base offsets of the segments
+        last modified at or before `timestamp` (-1: latest, -2: earliest), newest first, and the log end
+        offset as of now when the active segment holds data; at most `max_num_offsets` of them."""
+        segments = list(self._segments)
+        points = [(max(segment.base_offset, self.log_start_offset), segment.last_modified_ms())
+                  for segment in segments]
+        if segments[-1].size > 0:
+            points.append((self.log_end_offset, now_ms))
+        if timestamp == -1:
+            start = len(points) - 1
+        elif timestamp == -2:
+            start = 0
+        else:
+            start = len(points) - 1
+            while start >= 0 and points[start][1] > timestamp:
+                start -= 1
+        offsets = [points[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)]
+        return sorted(offsets, reverse=True)
 
     def max_timestamp(self) -> tuple[int, int]:
         """(offset, timestamp) of the first record with the log's largest timestamp; (-1, -1) if none."""
@@ -393,6 +484,8 @@ class PartitionLog:
         self.log_start_offset = offset
         _write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
         self._delete_start_offset_breached(_now(now_ms))
+        if self.epochs is not None:
+            self.epochs.truncate_from_start(self.log_start_offset)
 
     def _delete_start_offset_breached(self, now_ms: int) -> int:
         return self._delete_while(
@@ -419,6 +512,8 @@ class PartitionLog:
             self.size_bytes -= segment.size
             segment.delete_files()
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        if self.epochs is not None:
+            self.epochs.truncate_from_start(self.log_start_offset)
         return len(doomed)
 
     def truncate_to(self, offset: int, *, now_ms: int | None = None) -> None:
@@ -443,6 +538,8 @@ class PartitionLog:
                 self._unflushed.remove(active)
             active.truncate_to(offset)
             self._after_truncation()
+            if self.epochs is not None:
+                self.epochs.truncate_from_end(self.log_end_offset)
 
     def _truncate_fully(self, offset: int, now_ms: int) -> None:
         with self._lock:
@@ -460,6 +557,8 @@ class PartitionLog:
         self.log_start_offset = offset
         _write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
         self._after_truncation()
+        if self.epochs is not None:
+            self.epochs.clear()
 
     def _after_truncation(self) -> None:
         self.log_end_offset = self._segments[-1].next_offset

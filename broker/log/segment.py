@@ -330,6 +330,10 @@ class LogSegment:
             return -1
         return _HEAD.unpack(os.pread(self.fd, HEAD_SIZE, 0))[8]
 
+    def last_modified_ms(self) -> int:
+        """The log file's modification time (Kafka's LogSegment.lastModified)."""
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
     def largest_timestamp(self) -> int:
         """For retention: the max timestamp, or the file's mtime when no batch has one (Kafka)."""
         if self.max_timestamp >= 0:

@@ -27,10 +27,9 @@ class Api:
     module: str  # broker.handlers.<module>.handle answers; imported on the API's first request (startup time)
     request_name: str
     response_name: str
-    # Versions below min_version advertised anyway (Produce: KAFKA-18659) and answered by `reject_old`.
-    advertised_min: int | None = None
     decode: Callable[[int, bytes, int], Any] | None = None
     encode: Callable[[int, Mapping[str, Any]], bytes] | None = None
+    # The answer to a version a profile advertises but does not accept (Kafka 4's Produce v0-2: KAFKA-18659).
     reject_old: Callable[[int, bytes, int], bytes] | None = None
 
     @cached_property
@@ -66,8 +65,7 @@ class Api:
 
     @property
     def advertised_range(self) -> tuple[int, int]:
-        lo = self.min_version if self.advertised_min is None else self.advertised_min
-        return lo, self.max_version
+        return self.min_version, self.max_version
 
 
 def _build_table() -> dict[int, Api]:
@@ -75,17 +73,19 @@ def _build_table() -> dict[int, Api]:
     from protocol.messages import produce as produce_codec
 
     apis = [
-        Api(ApiKey.PRODUCE, 3, 13, "produce", "ProduceRequest", "ProduceResponse", advertised_min=0,
+        # Every version from v0 (the 3.x profiles); the 4.x profiles accept what Kafka 4 does
+        # (broker.config.kafka_versions), and Produce v0-2, which they still advertise, are answered by `reject_old`.
+        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse",
             decode=produce_codec.decode_request, encode=produce_codec.encode_response,
             reject_old=produce_codec.unsupported_version_response),
-        Api(ApiKey.FETCH, 4, 18, "fetch", "FetchRequest", "FetchResponse",
+        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse",
             decode=fetch_codec.decode_request, encode=fetch_codec.encode_response),
-        Api(ApiKey.LIST_OFFSETS, 1, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
         Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
-        Api(ApiKey.CREATE_TOPICS, 2, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
-        Api(ApiKey.DELETE_TOPICS, 1, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
-        Api(ApiKey.DESCRIBE_CONFIGS, 1, 4, "describe_configs", "DescribeConfigsRequest",
+        Api(ApiKey.CREATE_TOPICS, 0, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
+        Api(ApiKey.DELETE_TOPICS, 0, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
+        Api(ApiKey.DESCRIBE_CONFIGS, 0, 4, "describe_configs", "DescribeConfigsRequest",
             "DescribeConfigsResponse"),
         Api(ApiKey.ALTER_CONFIGS, 0, 2, "alter_configs", "AlterConfigsRequest", "AlterConfigsResponse"),
         Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, "incremental_alter_configs",
@@ -96,13 +96,13 @@ def _build_table() -> dict[int, Api]:
             "DescribeTopicPartitionsResponse"),
         Api(ApiKey.DESCRIBE_CLUSTER, 0, 2, "describe_cluster", "DescribeClusterRequest",
             "DescribeClusterResponse"),
-        Api(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, "offset_for_leader_epoch", "OffsetForLeaderEpochRequest",
+        Api(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 4, "offset_for_leader_epoch", "OffsetForLeaderEpochRequest",
             "OffsetForLeaderEpochResponse"),
         # What a single broker truthfully answers about leaders, replicas and log directories.
         Api(ApiKey.ELECT_LEADERS, 0, 2, "elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse"),
-        Api(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, "describe_log_dirs", "DescribeLogDirsRequest",
+        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 4, "describe_log_dirs", "DescribeLogDirsRequest",
             "DescribeLogDirsResponse"),
-        Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
+        Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 0, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
             "AlterReplicaLogDirsResponse"),
         Api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, "alter_partition_reassignments",
             "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"),
@@ -113,15 +113,14 @@ def _build_table() -> dict[int, Api]:
             "CreatePartitionsResponse"),
         Api(ApiKey.INIT_PRODUCER_ID, 0, 5, "init_producer_id", "InitProducerIdRequest",
             "InitProducerIdResponse"),
-        # Consumer groups: Kafka 4.0's ranges (KIP-896 floors: OffsetCommit 2, OffsetFetch 1).
         Api(ApiKey.FIND_COORDINATOR, 0, 6, "find_coordinator", "FindCoordinatorRequest",
             "FindCoordinatorResponse"),
         Api(ApiKey.JOIN_GROUP, 0, 9, "join_group", "JoinGroupRequest", "JoinGroupResponse"),
         Api(ApiKey.SYNC_GROUP, 0, 5, "sync_group", "SyncGroupRequest", "SyncGroupResponse"),
         Api(ApiKey.HEARTBEAT, 0, 4, "heartbeat", "HeartbeatRequest", "HeartbeatResponse"),
         Api(ApiKey.LEAVE_GROUP, 0, 5, "leave_group", "LeaveGroupRequest", "LeaveGroupResponse"),
-        Api(ApiKey.OFFSET_COMMIT, 2, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
-        Api(ApiKey.OFFSET_FETCH, 1, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 0, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 0, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
         Api(ApiKey.LIST_GROUPS, 0, 5, "list_groups", "ListGroupsRequest", "ListGroupsResponse"),
         Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
@@ -134,7 +133,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, "add_offsets_to_txn", "AddOffsetsToTxnRequest",
             "AddOffsetsToTxnResponse"),
         Api(ApiKey.END_TXN, 0, 4, "end_txn", "EndTxnRequest", "EndTxnResponse"),
-        Api(ApiKey.WRITE_TXN_MARKERS, 1, 2, "write_txn_markers", "WriteTxnMarkersRequest",
+        Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
         Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
             "TxnOffsetCommitResponse"),
@@ -142,10 +141,16 @@ def _build_table() -> dict[int, Api]:
             "DescribeTransactionsResponse"),
         Api(ApiKey.LIST_TRANSACTIONS, 0, 2, "list_transactions", "ListTransactionsRequest",
             "ListTransactionsResponse"),
-        # ACLs: Kafka 4.0's ranges (KIP-896 removed v0).
-        Api(ApiKey.DESCRIBE_ACLS, 1, 3, "describe_acls", "DescribeAclsRequest", "DescribeAclsResponse"),
-        Api(ApiKey.CREATE_ACLS, 1, 3, "create_acls", "CreateAclsRequest", "CreateAclsResponse"),
-        Api(ApiKey.DELETE_ACLS, 1, 3, "delete_acls", "DeleteAclsRequest", "DeleteAclsResponse"),
+        Api(ApiKey.DESCRIBE_ACLS, 0, 3, "describe_acls", "DescribeAclsRequest", "DescribeAclsResponse"),
+        Api(ApiKey.CREATE_ACLS, 0, 3, "create_acls", "CreateAclsRequest", "CreateAclsResponse"),
+        Api(ApiKey.DELETE_ACLS, 0, 3, "delete_acls", "DeleteAclsRequest", "DeleteAclsResponse"),
+        # The cluster's own requests (ZooKeeper mode): from the controller, and to it.
+        Api(ApiKey.LEADER_AND_ISR, 0, 7, "leader_and_isr", "LeaderAndIsrRequest", "LeaderAndIsrResponse"),
+        Api(ApiKey.STOP_REPLICA, 0, 4, "stop_replica", "StopReplicaRequest", "StopReplicaResponse"),
+        Api(ApiKey.UPDATE_METADATA, 0, 8, "update_metadata", "UpdateMetadataRequest", "UpdateMetadataResponse"),
+        Api(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "controlled_shutdown", "ControlledShutdownRequest",
+            "ControlledShutdownResponse"),
+        Api(ApiKey.ALTER_PARTITION, 0, 3, "alter_partition", "AlterPartitionRequest", "AlterPartitionResponse"),
         Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
             "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
         Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",
@@ -180,6 +185,9 @@ def served() -> dict[int, tuple[int, int, int]]:
     return {key: (api.min_version, api.max_version, api.advertised_range[0]) for key, api in table().items()}
 
 
-def version_profile(kafka_version: str = kafka_versions.DEFAULT) -> kafka_versions.VersionProfile:
-    """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version)."""
-    return kafka_versions.resolve(served(), kafka_version)
+def version_profile(kafka_version: str = kafka_versions.DEFAULT, *,
+                    cluster: bool = False) -> kafka_versions.VersionProfile:
+    """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version); a
+    cluster's brokers also accept the cluster's own requests (whatever release they look like to clients)."""
+    profile = kafka_versions.resolve(served(), kafka_version)
+    return profile.with_inter_broker(served()) if cluster else profile

@@ -66,7 +66,19 @@ class Server:
         return len(self._connections)
 
     async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
-        self.broker = Broker(self.config, version_profile(self.config.kafka_version))
+        cluster = None
+        if self.config.cluster_mode:
+            # A broker of a ZooKeeper-mode cluster: its id and the cluster id come from ZooKeeper first.
+            from broker.cluster.zk_cluster import ZkCluster
+
+            cluster = await ZkCluster.connect(self.config)
+        try:
+            self.broker = Broker(self.config, version_profile(self.config.kafka_version, cluster=cluster is not None),
+                                 cluster)
+        except BaseException:
+            if cluster is not None:
+                await cluster.aclose()
+            raise
         try:
             async with trio.open_nursery() as nursery:
                 await self.broker.run(nursery)
@@ -81,9 +93,15 @@ class Server:
                                                              self.render_metrics)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
+                    if cluster is not None:
+                        # Registered once the listeners are bound: the registration names their ports.
+                        await nursery.start(cluster.run, self._registered_endpoints())
                     task_status.started(self)
                     nursery.start_soon(self._start_coordinators)
                     await self._shutdown.wait()
+                    if cluster is not None:
+                        with trio.move_on_after(self.config.shutdown_timeout_ms / 1000 * 3):
+                            await cluster.controlled_shutdown()
                     log.info("shutting down: no new connections, finishing in-flight requests")
                     for scope in accept_scopes:
                         scope.cancel()
@@ -93,12 +111,31 @@ class Server:
                         self.config.shutdown_timeout_ms / 1000
                 nursery.cancel_scope.cancel()
         finally:
+            if cluster is not None:
+                await cluster.aclose()
             if self.tracer is not None:
                 self.tracer.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self.broker.close)
             self.stopped.set()
             log.info("broker stopped")
+
+    def _registered_endpoints(self) -> list:
+        """The endpoints this broker registers in ZooKeeper: each listener's advertised address, by name."""
+        from zk.znodes import Endpoint as ZkEndpoint
+
+        out = []
+        seen = set()
+        for endpoint in self.broker.endpoints:
+            listener = self.config.listeners[endpoint.listener]
+            if listener.name in seen:
+                continue  # one address per listener name (localhost binds IPv4 and IPv6 on one port)
+            seen.add(listener.name)
+            protocol = getattr(listener, "security_protocol", None) or listener.name
+            if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+                protocol = "PLAINTEXT"
+            out.append(ZkEndpoint(listener.name, endpoint.host, endpoint.port, protocol))
+        return out
 
     async def _flush_trace(self) -> None:
         assert self.tracer is not None

@@ -46,10 +46,9 @@ class LogCleaner:
     async def clean_round(self) -> int:
         """One look at every compacted partition; returns the number of partitions cleaned."""
         cleaned = 0
-        for topic in self.topics:
-            for partition in topic.partitions:
-                if partition.log.config.compacted and not partition.log.closed:
-                    cleaned += await self.clean(partition)
+        for partition in self.topics.hosted():
+            if partition.log.config.compacted and not partition.log.closed:
+                cleaned += await self.clean(partition)
         return cleaned
 
     async def clean(self, partition: Partition) -> bool:

@@ -72,10 +72,10 @@ class MarkerWriter:
             for name, indexes in topics.items():
                 topic = self.topics.get(name)
                 for index in indexes:
-                    if topic is None or not 0 <= index < len(topic.partitions):
-                        results[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    partition = self.topics.leader_partition(name, index)
+                    if isinstance(partition, ErrorCode):
+                        results[(name, index)] = partition
                         continue
-                    partition = topic.partitions[index]
                     error, offset = self.append_marker(partition, producer_id, epoch, coordinator_epoch, commit,
                                                        now)
                     results[(name, index)] = error

@@ -18,15 +18,14 @@ async def run_retention(topics: TopicManager, clock: Clock, config: BrokerConfig
     while True:
         await clock.sleep(interval)
         now = clock.now_ms()
-        for topic in topics:
-            for partition in topic.partitions:
-                try:
-                    deleted = partition.log.apply_retention(now)
-                except OSError as exc:
-                    log.error("retention of %s-%d failed: %s", topic.name, partition.index, exc)
-                    continue
-                if deleted:
-                    log.info("retention deleted %d segment(s) of %s-%d", deleted, topic.name, partition.index)
+        for partition in topics.hosted():
+            try:
+                deleted = partition.log.apply_retention(now)
+            except OSError as exc:
+                log.error("retention of %s-%d failed: %s", partition.topic, partition.index, exc)
+                continue
+            if deleted:
+                log.info("retention deleted %d segment(s) of %s-%d", deleted, partition.topic, partition.index)
 
 
 async def run_producer_expiration(topics: TopicManager, clock: Clock, config: BrokerConfig) -> None:
@@ -34,13 +33,12 @@ async def run_producer_expiration(topics: TopicManager, clock: Clock, config: Br
     while True:
         await clock.sleep(interval)
         now = clock.now_ms()
-        for topic in topics:
-            for partition in topic.partitions:
-                # Dynamic broker config: read each round.
-                partition.producers.expire(now, config.producer_id_expiration_ms)
-                partition.producers.remove_before(partition.log.log_start_offset)
-                try:
-                    partition.log.flush()  # the snapshot must not cover data that a crash could lose
-                    save_producer_state(partition.log, partition.producers)
-                except OSError as exc:
-                    log.error("snapshot of %s-%d failed: %s", topic.name, partition.index, exc)
+        for partition in topics.hosted():
+            # Dynamic broker config: read each round.
+            partition.producers.expire(now, config.producer_id_expiration_ms)
+            partition.producers.remove_before(partition.log.log_start_offset)
+            try:
+                partition.log.flush()  # the snapshot must not cover data that a crash could lose
+                save_producer_state(partition.log, partition.producers)
+            except OSError as exc:
+                log.error("snapshot of %s-%d failed: %s", partition.topic, partition.index, exc)

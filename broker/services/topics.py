@@ -1,7 +1,12 @@
-"""Topics and their partitions: creation, deletion, lookup, and where they live on disk.
+"""Topics and their partitions: creation, deletion, lookup, leadership, and where they live on disk.
 
 Layout under the data dir, as Kafka's: `<topic>-<partition>/` holds a partition's log; topic metadata
 (id, partition count, config overrides) is kept in `meta/topics/<topic>.json`, written atomically.
+
+A single broker leads every partition of its topics, at leader epoch 0, and is their only replica. In a
+cluster (broker.cluster) the topics are the controller's: this broker learns them from UpdateMetadata
+(`apply_metadata`), hosts the logs of the partitions it is a replica of (`become_replica`, from
+LeaderAndIsr), and answers for a partition only where it is the leader (`leader_partition`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from broker.log.durable_file import write_atomically
 from broker.log.partition_log import PartitionLog
 from broker.log.producer_snapshot import load_producer_state, save_producer_state
 from broker.log.producer_state import ProducerStateManager
+from protocol.header import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +62,26 @@ def validate_topic_name(name: str | None) -> None:
                          "ASCII alphanumerics, '.', '_' and '-'")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Partition:
     topic: str
     index: int
-    log: PartitionLog
-    producers: ProducerStateManager
+    log: PartitionLog | None  # None where this broker is not a replica
+    producers: ProducerStateManager | None
+    leader: int = -1  # the leader's broker id; -1: offline
+    leader_epoch: int = 0
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+    offline_replicas: list[int] = field(default_factory=list)
+    partition_epoch: int = 0  # the version of its state znode (AlterPartition's partition epoch)
+    # The high watermark when the partition is replicated; None: everything appended is (one replica).
+    replicated_hw: int | None = None
 
     @property
     def high_watermark(self) -> int:
-        # A single broker is its own in-sync replica set: everything appended is replicated.
-        return self.log.log_end_offset
+        if self.replicated_hw is None:
+            return self.log.log_end_offset
+        return self.replicated_hw
 
 
 @dataclass(slots=True)
@@ -82,13 +97,17 @@ class Topic:
 
 
 class TopicManager:
-    def __init__(self, config: BrokerConfig, now_ms: int) -> None:
+    def __init__(self, config: BrokerConfig, now_ms: int, *, cluster: bool = False) -> None:
         self.config = config
+        self.node_id = config.broker_id
+        self.cluster = cluster
         self.data_dir = Path(config.data_dir)
         self._meta_dir = self.data_dir / "meta" / "topics"
         self._meta_dir.mkdir(parents=True, exist_ok=True)
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        # In a cluster, the logs found at start wait here for the controller to say what they are.
+        self._unclaimed: dict[tuple[str, int], Partition] = {}
         self._load(now_ms)
 
     # -- lookup -------------------------------------------------------------------------------
@@ -103,6 +122,36 @@ class TopicManager:
         if topic is None or not 0 <= index < len(topic.partitions):
             return None
         return topic.partitions[index]
+
+    def leader_partition(self, name: str, index: int) -> Partition | ErrorCode:
+        """The partition if this broker leads it; else UNKNOWN_TOPIC_OR_PARTITION (no such partition) or
+        NOT_LEADER_OR_FOLLOWER (another broker leads it, or none does), as Kafka's
+        ReplicaManager.getPartitionOrError."""
+        topic = self._by_name.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = topic.partitions[index]
+        if partition.leader != self.node_id or partition.log is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition
+
+    @staticmethod
+    def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode:
+        """A request's current leader epoch against ours (-1: not given): an older one is
+        FENCED_LEADER_EPOCH (the client must refresh its metadata), a newer one UNKNOWN_LEADER_EPOCH (we
+        have not heard of it yet)."""
+        if current_leader_epoch < 0 or current_leader_epoch == partition.leader_epoch:
+            return ErrorCode.NONE
+        if current_leader_epoch < partition.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+    def hosted(self) -> Iterator[Partition]:
+        """Every partition this broker holds a log of."""
+        for topic in list(self._by_name.values()):
+            for partition in topic.partitions:
+                if partition.log is not None:
+                    yield partition
 
     def __iter__(self) -> Iterator[Topic]:
         return iter(list(self._by_name.values()))
@@ -174,10 +223,8 @@ class TopicManager:
         # Metadata goes first: a crash mid-way leaves orphan partition dirs, which _load removes.
         (self._meta_dir / f"{name}.json").unlink(missing_ok=True)
         for p in topic.partitions:
-            p.log.close()
-            doomed = p.log.directory.with_name(f"{p.log.directory.name}.{uuid.uuid4().hex}-delete")
-            os.replace(p.log.directory, doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+            if p.log is not None:
+                _remove_log(p.log)
         log.info("deleted topic %s", name)
         return topic
 
@@ -232,36 +279,164 @@ class TopicManager:
         except OSError:
             topic.configs = previous
             raise
-        config = log_config(checked, self.config)
-        for p in topic.partitions:
-            p.log.config = config
+        self._apply_log_config(topic)
         log.info("topic %s configs now %s", name, checked)
         return topic
 
     def refresh_log_configs(self) -> None:
         """The broker defaults changed (dynamic broker configs): every log takes its new effective config."""
         for topic in self._by_name.values():
-            config = log_config(topic.configs, self.config)
-            for p in topic.partitions:
+            self._apply_log_config(topic)
+
+    def _apply_log_config(self, topic: Topic) -> None:
+        config = log_config(topic.configs, self.config)
+        for p in topic.partitions:
+            if p.log is not None:
                 p.log.config = config
 
     def effective_configs(self, topic: Topic) -> dict[str, str]:
         return effective_configs(topic.configs, self.config)
 
     def close(self) -> None:
-        for topic in self._by_name.values():
-            for p in topic.partitions:
-                try:
-                    save_producer_state(p.log, p.producers)
-                except OSError as exc:  # the next open rebuilds the state from the log
-                    log.error("saving producer state of %s-%d failed: %s", p.topic, p.index, exc)
-                p.log.close()
+        for p in [*self.hosted(), *self._unclaimed.values()]:
+            try:
+                save_producer_state(p.log, p.producers)
+            except OSError as exc:  # the next open rebuilds the state from the log
+                log.error("saving producer state of %s-%d failed: %s", p.topic, p.index, exc)
+            p.log.close()
+
+    # -- the cluster's topics (broker.cluster) ---------------------------------------------------------
+    def apply_metadata(self, name: str, topic_id: uuid.UUID, states: Mapping[int, PartitionMetadata]) -> Topic:
+        """What UpdateMetadata says of a topic: its id and each partition's leader, epoch, replicas and ISR
+        (partitions this broker hosts keep their logs). A topic with a new id is another topic: the old
+        one's logs are removed first."""
+        topic = self._by_name.get(name)
+        if topic is not None and topic.topic_id != topic_id:
+            self.remove_topic(name)
+            topic = None
+        if topic is None:
+            topic = Topic(name, topic_id, [], self._stored_configs(name, topic_id))
+            self._by_name[name] = topic
+            self._by_id[topic_id] = topic
+        count = max(len(topic.partitions), max(states, default=-1) + 1)
+        while len(topic.partitions) < count:
+            topic.partitions.append(Partition(name, len(topic.partitions), None, None))
+        for index, state in states.items():
+            state.apply_to(topic.partitions[index])
+        return topic
+
+    def remove_topic(self, name: str) -> None:
+        """The topic is gone from the cluster (or became another topic): forget it and remove its logs."""
+        topic = self._by_name.pop(name, None)
+        if topic is None:
+            return
+        self._by_id.pop(topic.topic_id, None)
+        (self._meta_dir / f"{name}.json").unlink(missing_ok=True)
+        for p in topic.partitions:
+            if p.log is not None:
+                _remove_log(p.log)
+                p.log = p.producers = None
+        log.info("removed topic %s", name)
+
+    def become_replica(self, name: str, topic_id: uuid.UUID, index: int, configs: Mapping[str, str],
+                       *, now_ms: int) -> Partition:
+        """Host a log of the partition (LeaderAndIsr): the one found at start if it is this topic's, else a
+        new empty one. Its leadership is set by the caller."""
+        topic = self._by_name.get(name)
+        if topic is None or topic.topic_id != topic_id:
+            topic = self.apply_metadata(name, topic_id, {})
+        while len(topic.partitions) <= index:
+            topic.partitions.append(Partition(name, len(topic.partitions), None, None))
+        topic.configs = dict(configs)
+        partition = topic.partitions[index]
+        if partition.log is None:
+            found = self._unclaimed.pop((name, index), None)
+            if found is not None and self._stored_topic_id(name) == topic_id:
+                partition.log, partition.producers = found.log, found.producers
+                partition.log.config = log_config(topic.configs, self.config)
+            else:
+                if found is not None:  # a log of an older topic of the same name
+                    _remove_log(found.log)
+                opened = self._open_partition(topic, index, now_ms)
+                partition.log, partition.producers = opened.log, opened.producers
+            self._write_hosted_meta(topic)
+        return partition
+
+    def stop_replica(self, name: str, index: int, *, delete: bool) -> None:
+        """No longer a replica of the partition (StopReplica): close its log, and remove it when asked."""
+        partition = self.partition(name, index)
+        if partition is None or partition.log is None:
+            return
+        plog, producers = partition.log, partition.producers
+        partition.log = partition.producers = None
+        partition.replicated_hw = None
+        if delete:
+            _remove_log(plog)
+        else:
+            try:
+                save_producer_state(plog, producers)
+            except OSError as exc:
+                log.error("saving producer state of %s-%d failed: %s", name, index, exc)
+            plog.close()
+        topic = self._by_name[name]
+        self._write_hosted_meta(topic)
+
+    def drop_unclaimed_not_in_metadata(self) -> None:
+        """The first metadata after a start: logs of topics deleted meanwhile (another id, or none), or of
+        partitions this broker is no longer a replica of, are removed (the controller could not tell a
+        broker that was down)."""
+        for (name, index), found in list(self._unclaimed.items()):
+            topic = self._by_name.get(name)
+            stale = topic is None or self._stored_topic_id(name) != topic.topic_id or index >= len(topic.partitions) \
+                or self.node_id not in topic.partitions[index].replicas
+            if stale:
+                log.info("removing the log of %s-%d: its topic or replica is gone from the cluster", name, index)
+                del self._unclaimed[(name, index)]
+                _remove_log(found.log)
+
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """The topic's config overrides changed in the cluster (its /config/topics znode)."""
+        topic = self._by_name.get(name)
+        if topic is not None:
+            topic.configs = dict(configs)
+            self._apply_log_config(topic)
+            if any(p.log is not None for p in topic.partitions):
+                self._write_hosted_meta(topic)
+
+    def _stored_configs(self, name: str, topic_id: uuid.UUID) -> dict[str, str]:
+        data = self._read_meta(name)
+        if data is not None and data.get("topic_id") == str(topic_id):
+            return dict(data.get("configs", {}))
+        return {}
+
+    def _stored_topic_id(self, name: str) -> uuid.UUID | None:
+        data = self._read_meta(name)
+        return uuid.UUID(data["topic_id"]) if data is not None else None
+
+    def _read_meta(self, name: str) -> dict | None:
+        try:
+            return json.loads((self._meta_dir / f"{name}.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _write_hosted_meta(self, topic: Topic) -> None:
+        hosted = [p.index for p in topic.partitions if p.log is not None]
+        path = self._meta_dir / f"{topic.name}.json"
+        if not hosted:
+            path.unlink(missing_ok=True)
+            return
+        data = {"name": topic.name, "topic_id": str(topic.topic_id), "hosted": hosted, "configs": topic.configs}
+        write_atomically(path, json.dumps(data))
 
     # -- disk -----------------------------------------------------------------------------------
     def _open_partition(self, topic: Topic, index: int, now_ms: int) -> Partition:
         directory = self.data_dir / f"{topic.name}-{index}"
-        plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms)
-        return Partition(topic.name, index, plog, load_producer_state(plog, f"{topic.name}-{index}"))
+        plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms,
+                                 track_epochs=self.cluster)
+        # A single broker leads its partitions and is their only replica; a cluster's controller says.
+        leader, replicas = (-1, []) if self.cluster else (self.node_id, [self.node_id])
+        return Partition(topic.name, index, plog, load_producer_state(plog, f"{topic.name}-{index}"),
+                         leader=leader, replicas=replicas, isr=list(replicas))
 
     def _write_meta(self, topic: Topic, num_partitions: int) -> None:
         data = {"name": topic.name, "topic_id": str(topic.topic_id), "partitions": num_partitions,
@@ -273,9 +448,13 @@ class TopicManager:
             try:
                 data = json.loads(path.read_text())
                 topic = Topic(data["name"], uuid.UUID(data["topic_id"]), [], dict(data.get("configs", {})))
-                count = int(data["partitions"])
+                count = int(data.get("partitions", 0))
             except (OSError, ValueError, KeyError) as exc:
                 log.error("ignoring unreadable topic metadata %s: %s", path, exc)
+                continue
+            if self.cluster:
+                for i in data.get("hosted", []):
+                    self._unclaimed[(topic.name, i)] = self._open_partition(topic, i, now_ms)
                 continue
             topic.partitions = [self._open_partition(topic, i, now_ms) for i in range(count)]
             self._by_name[topic.name] = topic
@@ -292,3 +471,35 @@ class TopicManager:
             if m and m.group(1) not in metas:
                 log.warning("removing partition dir %s of a deleted topic", entry.name)
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    """A partition's state as the controller publishes it (UpdateMetadata, LeaderAndIsr)."""
+
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    partition_epoch: int = 0
+
+    def apply_to(self, partition: Partition) -> None:
+        partition.leader = self.leader
+        partition.leader_epoch = self.leader_epoch
+        partition.replicas = list(self.replicas)
+        partition.isr = list(self.isr)
+        partition.offline_replicas = list(self.offline_replicas)
+        partition.partition_epoch = self.partition_epoch
+
+
+def _remove_log(plog: PartitionLog) -> None:
+    """Close the log and remove its directory (renamed first, so a crash leaves a `-delete` dir that the
+    next start removes, never a half-deleted log under the partition's name)."""
+    plog.close()
+    doomed = plog.directory.with_name(f"{plog.directory.name}.{uuid.uuid4().hex}-delete")
+    try:
+        os.replace(plog.directory, doomed)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(doomed, ignore_errors=True)

@@ -18,13 +18,17 @@ def topics(broker: Any, include_internal: bool = False) -> dict[str, dict[str, A
             continue
         partitions = []
         for partition in topic.partitions:
+            entry = {"partition": partition.index, "leader": partition.leader,
+                     "leader_epoch": partition.leader_epoch, "replicas": list(partition.replicas),
+                     "isr": list(partition.isr)}
             log = partition.log
-            end = log.log_end_offset
-            partitions.append({
-                "partition": partition.index, "log_start_offset": log.log_start_offset, "log_end_offset": end,
-                "high_watermark": end,  # one broker: every appended record is replicated
-                "last_stable_offset": partition.producers.last_stable_offset(end, log.log_start_offset),
-                "size_bytes": log.size_bytes})
+            if log is not None:  # this broker holds a replica
+                hw = partition.high_watermark
+                entry.update(log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset,
+                             high_watermark=hw,
+                             last_stable_offset=partition.producers.last_stable_offset(hw, log.log_start_offset),
+                             size_bytes=log.size_bytes)
+            partitions.append(entry)
         out[topic.name] = {"topic_id": str(topic.topic_id), "internal": topic.is_internal, "partitions": partitions}
     return out
 

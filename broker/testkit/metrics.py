@@ -138,10 +138,9 @@ class Metrics:
             for name, n in sorted(per_state.items()):
                 lines.append(f'minibroker_transactions{{state="{name}"}} {n}')
         family("partition_log_bytes", "gauge", "Bytes in each partition's log.")
-        for topic in broker.topics:
-            for partition in topic.partitions:
-                lines.append(f'minibroker_partition_log_bytes{{topic="{_escape(topic.name)}",'
-                             f'partition="{partition.index}"}} {partition.log.size_bytes}')
+        for partition in broker.topics.hosted():
+            lines.append(f'minibroker_partition_log_bytes{{topic="{_escape(partition.topic)}",'
+                         f'partition="{partition.index}"}} {partition.log.size_bytes}')
         return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,5 @@
-"""Fetch v4-16: hand-written request decoder and response encoder (records are passed through as
-stored bytes)."""
+"""Fetch v0-18: hand-written request decoder and response encoder (records are passed through as
+they are given: stored batches, or for v0-3 the message sets they were down-converted to)."""
 
 from __future__ import annotations
 
@@ -71,8 +71,10 @@ def decode_request(version: int, data: bytes, offset: int = 0) -> FetchRequest:
         req.replica_id = r.i32()
     req.max_wait_ms = r.i32()
     req.min_bytes = r.i32()
-    req.max_bytes = r.i32()
-    req.isolation_level = r.i8()
+    if version >= 3:
+        req.max_bytes = r.i32()
+    if version >= 4:
+        req.isolation_level = r.i8()
     if version >= 7:
         req.session_id = r.i32()
         req.session_epoch = r.i32()
@@ -125,7 +127,7 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
 
         return message("FetchResponse").encode(version, body)
     flex = version >= FLEXIBLE_FROM
-    out = [I32.pack(body.get("throttle_time_ms", 0))]
+    out = [I32.pack(body.get("throttle_time_ms", 0))] if version >= 1 else []
     if version >= 7:
         out.append(I16.pack(body.get("error_code", 0)) + I32.pack(body.get("session_id", 0)))
     out.append(count(len(body["responses"]), flex))
@@ -136,16 +138,17 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
             out.append((t.get("topic_id") or ZERO_UUID).bytes)
         out.append(count(len(t["partitions"]), flex))
         for p in t["partitions"]:
-            out.append(I32.pack(p["partition_index"]) + I16.pack(p["error_code"]) +
-                       I64.pack(p["high_watermark"]) + I64.pack(p.get("last_stable_offset", -1)))
-            if version >= 5:
-                out.append(I64.pack(p.get("log_start_offset", -1)))
-            aborted = p.get("aborted_transactions")
-            out.append(count(None if aborted is None else len(aborted), flex))
-            for a in aborted or ():
-                out.append(I64.pack(a["producer_id"]) + I64.pack(a["first_offset"]))
-                if flex:
-                    out.append(b"\x00")
+            out.append(I32.pack(p["partition_index"]) + I16.pack(p["error_code"]) + I64.pack(p["high_watermark"]))
+            if version >= 4:
+                out.append(I64.pack(p.get("last_stable_offset", -1)))
+                if version >= 5:
+                    out.append(I64.pack(p.get("log_start_offset", -1)))
+                aborted = p.get("aborted_transactions")
+                out.append(count(None if aborted is None else len(aborted), flex))
+                for a in aborted or ():
+                    out.append(I64.pack(a["producer_id"]) + I64.pack(a["first_offset"]))
+                    if flex:
+                        out.append(b"\x00")
             if version >= 11:
                 out.append(I32.pack(p.get("preferred_read_replica", -1)))
             out.append(bytes_(p.get("records"), flex))

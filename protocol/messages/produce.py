@@ -1,8 +1,9 @@
-"""Produce v3-13: hand-written request decoder and response encoder (the hottest path), plus the
+"""Produce v0-13: hand-written request decoder and response encoder (the hottest path), plus the
 UNSUPPORTED_VERSION answer to v0-2, which Kafka 4 advertises but rejects (KAFKA-18659).
 
-v12 is v11 (KIP-890: it only tells the broker the client may rely on transaction version 2); v13 names
-topics by id instead of by name (KIP-516)."""
+v0-2 carry message sets of format v0/v1 (served by the 3.x profiles) and have no transactional id; v12 is
+v11 (KIP-890: it only tells the broker the client may rely on transaction version 2); v13 names topics by
+id instead of by name (KIP-516)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,11 @@ class ProduceRequest:
 
 
 def decode_request(version: int, data: bytes, offset: int = 0) -> ProduceRequest:
-    """Produce v3+ request body at `offset`; raises DecodeError."""
+    """Produce request body at `offset`; raises DecodeError."""
     r = Reader(data, offset)
     flex = version >= FLEXIBLE_FROM
     by_id = version >= TOPIC_IDS_FROM
-    transactional_id = r.string(flex, True)
+    transactional_id = r.string(flex, True) if version >= 3 else None
     acks = r.i16()
     timeout_ms = r.i32()
     topics = []
@@ -87,8 +88,9 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
         out.append(topic["topic_id"].bytes if by_id else string(topic["name"], flex))
         out.append(count(len(topic["partition_responses"]), flex))
         for p in topic["partition_responses"]:
-            out.append(I32.pack(p["index"]) + I16.pack(p["error_code"]) + I64.pack(p["base_offset"]) +
-                       I64.pack(p.get("log_append_time_ms", -1)))
+            out.append(I32.pack(p["index"]) + I16.pack(p["error_code"]) + I64.pack(p["base_offset"]))
+            if version >= 2:
+                out.append(I64.pack(p.get("log_append_time_ms", -1)))
             if version >= 5:
                 out.append(I64.pack(p.get("log_start_offset", -1)))
             if version >= 8:
@@ -104,7 +106,8 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
                 out.append(b"\x00")
         if flex:
             out.append(b"\x00")
-    out.append(I32.pack(body.get("throttle_time_ms", 0)))
+    if version >= 1:
+        out.append(I32.pack(body.get("throttle_time_ms", 0)))
     if flex:
         out.append(b"\x00")
     return b"".join(out)

@@ -36,7 +36,7 @@ def _without_tags(body: dict[str, Any], partitions_key: str, tags: tuple[str, ..
     return body
 
 
-@pytest.mark.parametrize("version", range(3, 14))
+@pytest.mark.parametrize("version", range(0, 14))
 @SETTINGS
 @given(data=st.data())
 def test_produce_request_decoder(version: int, data: st.DataObject) -> None:
@@ -50,18 +50,19 @@ def test_produce_request_decoder(version: int, data: st.DataObject) -> None:
         produce.decode_request(version, encoded[:cut])
 
 
-@pytest.mark.parametrize("version", range(3, 14))
+@pytest.mark.parametrize("version", range(0, 14))
 @SETTINGS
 @given(data=st.data())
 def test_produce_response_encoder(version: int, data: st.DataObject) -> None:
     spec = message("ProduceResponse")
     value = data.draw(_strategy(spec, version))
     assert produce.encode_response(version, value) == spec.encode(version, value)
-    plain = _without_tags(value, "partition_responses", ("current_leader",))
-    assert produce.encode_response(version, plain) == oracle.encode("ProduceResponse", version, plain)
+    if version >= 3:  # v0-2: the spec is checked against kafka-python's old classes (test_old_versions)
+        plain = _without_tags(value, "partition_responses", ("current_leader",))
+        assert produce.encode_response(version, plain) == oracle.encode("ProduceResponse", version, plain)
 
 
-@pytest.mark.parametrize("version", range(4, 19))
+@pytest.mark.parametrize("version", range(0, 19))
 @SETTINGS
 @given(data=st.data())
 def test_fetch_request_decoder(version: int, data: st.DataObject) -> None:
@@ -80,15 +81,16 @@ def test_fetch_request_decoder(version: int, data: st.DataObject) -> None:
         fetch.decode_request(version, encoded[:cut])
 
 
-@pytest.mark.parametrize("version", range(4, 19))
+@pytest.mark.parametrize("version", range(0, 19))
 @SETTINGS
 @given(data=st.data())
 def test_fetch_response_encoder(version: int, data: st.DataObject) -> None:
     spec = message("FetchResponse")
     value = data.draw(_strategy(spec, version))
     assert fetch.encode_response(version, value) == spec.encode(version, value)
-    plain = _without_tags(value, "partitions", ("diverging_epoch", "current_leader", "snapshot_id"))
-    assert fetch.encode_response(version, plain) == oracle.encode("FetchResponse", version, plain)
+    if version >= 4:  # v0-3: the spec is checked against kafka-python's old classes (test_old_versions)
+        plain = _without_tags(value, "partitions", ("diverging_epoch", "current_leader", "snapshot_id"))
+        assert fetch.encode_response(version, plain) == oracle.encode("FetchResponse", version, plain)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

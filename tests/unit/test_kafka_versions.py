@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.broker_version_data import BROKER_API_VERSIONS, infer_broker_version_from_api_versions
 
-from broker.config.kafka_versions import METADATA_VERSION, RELEASE_API_VERSIONS, check_release, releases
+from broker.config.kafka_versions import (
+    METADATA_VERSION,
+    RELEASE_API_VERSIONS,
+    accepted_from,
+    check_release,
+    releases,
+)
 from broker.config.options import BrokerConfig
 from broker.server.dispatch import table
 from broker.server.dispatch import version_profile as resolve
@@ -41,8 +47,8 @@ def test_profile_is_the_release_cut_to_what_is_served(release: str) -> None:
         release_lo, release_hi = RELEASE_API_VERSIONS[release][key]
         api = served[key]
         assert hi == min(release_hi, api.max_version)
-        assert lo == max(release_lo, api.advertised_range[0])
-        assert profile.accepted[key] == (max(release_lo, api.min_version), hi)
+        assert lo == max(release_lo, api.min_version)
+        assert profile.accepted[key] == (max(release_lo, api.min_version, accepted_from(release).get(key, 0)), hi)
     # Left out only what is not served at all.
     left_out = set(RELEASE_API_VERSIONS[release]) - set(profile.advertised)
     assert not left_out & set(served)
@@ -51,6 +57,29 @@ def test_profile_is_the_release_cut_to_what_is_served(release: str) -> None:
 @pytest.mark.parametrize("release", RELEASES)
 def test_kafka_python_takes_the_profile_for_that_release(release: str) -> None:
     assert infer_broker_version_from_api_versions(resolve(release).advertised) == _as_tuple(release)
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if r.startswith("3.")])
+def test_3x_profiles_serve_every_version_from_v0(release: str) -> None:
+    # Kafka 3.x serves every API from v0 (message formats v0/v1 included): so does the profile, low ends too.
+    profile = resolve(release)
+    for key, (lo, hi) in RELEASE_API_VERSIONS[release].items():
+        if key in profile.accepted:
+            assert profile.accepted[key] == profile.advertised[key] == (lo, min(hi, table()[key].max_version))
+    # Produce, Fetch, ListOffsets; OffsetCommit, OffsetFetch, CreateTopics
+    assert profile.accepted[0][0] == profile.accepted[1][0] == profile.accepted[2][0] == 0
+    assert profile.accepts(8, 0) and profile.accepts(9, 0) and profile.accepts(19, 0)
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if r.startswith("4.")])
+def test_4x_profiles_keep_kip_896_floors(release: str) -> None:
+    profile = resolve(release)
+    for key, (lo, _hi) in RELEASE_API_VERSIONS[release].items():
+        if key in profile.accepted:
+            assert profile.accepted[key][0] == (3 if key == 0 else lo)
+            assert profile.advertised[key][0] == lo
+    assert not profile.accepts(1, 3) and not profile.accepts(19, 1) and not profile.accepts(8, 1)
+    assert not profile.accepts(2, 0) and not profile.accepts(29, 0)
 
 
 def test_default_is_3_9() -> None:

@@ -1,0 +1,360 @@
+"""A broker of a ZooKeeper-mode cluster (`--zookeeper`): its membership, the metadata it learns from the
+controller, and what it does when told (Kafka 3.x's KafkaServer with its KafkaZkClient, MetadataCache and
+the control-request side of ReplicaManager).
+
+- Start: connect to ZooKeeper, make sure of the persistent paths, take or create /cluster/id (it must match
+  meta.properties), and take the broker id (configured, stored in meta.properties, or generated from
+  /brokers/seqid).
+- Once the listeners are bound: register the ephemeral /brokers/ids/<id> (an id another live broker holds
+  is refused with a clear error) and run for controller through /controller; the controller
+  (broker.cluster.controller) then runs in this broker while it holds the place.
+- UpdateMetadata fills the metadata cache (live brokers and their endpoints per listener, every partition's
+  leader, epoch, replicas and ISR); LeaderAndIsr makes this broker a partition's leader or follower
+  (ReplicaManager: replica_manager.py); StopReplica stops (and maybe deletes) a replica. Each is refused
+  from a controller older than the newest one seen (STALE_CONTROLLER_EPOCH).
+- A lost ZooKeeper session (expired) registers again and runs for controller again; a broker that stops
+  cleanly asks the controller to move its leaderships first (ControlledShutdown).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from broker.cluster.client import BrokerClient, BrokerUnavailable
+from broker.cluster.controller import Controller, ControllerSettings, Resigned
+from broker.config.options import BrokerConfig
+from broker.services.single_node import CreatedTopic, Node
+from broker.services.topics import PartitionMetadata, Topic, TopicError, TopicManager
+from protocol.header import ApiKey, ErrorCode
+from zk import znodes as z
+from zk.errors import ControllerMovedError, ZooKeeperError
+from zk.kafka_zk import KafkaZkClient
+from zk.session import SessionState, ZkSession
+from zk.znodes import BrokerRegistration, Endpoint
+
+log = logging.getLogger(__name__)
+
+SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+CONTROLLED_SHUTDOWN_VERSION = 3
+ALTER_PARTITION_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class LiveBroker:
+    """A live broker as the controller announced it: its address per listener name."""
+
+    broker_id: int
+    endpoints: Mapping[str, tuple[str, int]]
+    rack: str | None
+
+
+class ZkCluster:
+    def __init__(self, config: BrokerConfig, session: ZkSession, zk: KafkaZkClient) -> None:
+        self.config = config
+        self.session = session
+        self.zk = zk
+        self.node_id = config.broker_id
+        self.topics: TopicManager | None = None  # set by attach()
+        self.replicas: Any = None  # broker.cluster.replica_manager.ReplicaManager, set by attach()
+        self.live: dict[int, LiveBroker] = {}
+        self.controller_id = -1
+        self.controller_epoch = -1  # the newest controller epoch seen in a control request
+        self.broker_epoch = -1  # our registration's czxid
+        self.controller: Controller | None = None  # while this broker is the controller
+        self._registration: BrokerRegistration | None = None
+        self._first_metadata = trio.Event()
+        self.metadata_changed = trio.Event()  # set (and replaced) at every UpdateMetadata
+        self._stopping = False
+        self._pending_creations: set[str] = set()
+        self._nursery: trio.Nursery | None = None
+
+    # -- start ------------------------------------------------------------------------------------------------
+    @classmethod
+    async def connect(cls, config: BrokerConfig) -> ZkCluster:
+        """Join the cluster's ZooKeeper: cluster id and broker id settled (written into `config`)."""
+        timeout = config.zookeeper_connection_timeout_ms / 1000
+        session = await ZkSession.connect(config.zookeeper_connect, timeout=timeout,
+                                          session_timeout=config.zookeeper_session_timeout_ms / 1000)
+        try:
+            zk = KafkaZkClient(session)
+            await zk.create_top_level_paths()
+            stored = _read_meta_properties(Path(config.data_dir))
+            proposed = stored.get("cluster.id") or config.cluster_id or _new_cluster_id()
+            cluster_id = await zk.create_or_get_cluster_id(proposed)
+            if stored.get("cluster.id") and stored["cluster.id"] != cluster_id:
+                raise ValueError(f"The cluster id {cluster_id} in ZooKeeper does not match the cluster id "
+                                 f"{stored['cluster.id']} stored in {config.data_dir}/meta.properties: this data "
+                                 "directory belongs to another cluster")
+            config.cluster_id = cluster_id
+            if config.broker_id < 0:
+                if "broker.id" in stored or "node.id" in stored:
+                    config.broker_id = int(stored.get("broker.id") or stored["node.id"])
+                elif config.broker_id_generation_enable:
+                    config.broker_id = await zk.generate_broker_id(config.reserved_broker_max_id)
+                    log.info("generated broker id %d", config.broker_id)
+                else:
+                    raise ValueError("broker.id is not set and broker.id.generation.enable is false")
+            elif "broker.id" in stored and int(stored["broker.id"]) != config.broker_id:
+                raise ValueError(f"Configured broker.id {config.broker_id} doesn't match stored broker.id "
+                                 f"{stored['broker.id']} in {config.data_dir}/meta.properties")
+        except BaseException:
+            await session.aclose()
+            raise
+        return cls(config, session, zk)
+
+    def attach(self, topics: TopicManager, replicas: Any) -> None:
+        self.topics = topics
+        self.replicas = replicas
+
+    async def run(self, endpoints: list[Endpoint], *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Register, run for controller and follow the session; until cancelled."""
+        self._registration = BrokerRegistration(self.node_id, tuple(endpoints), self.config.broker_rack,
+                                                {}, -1, 0)
+        events = self.session.subscribe()
+        self.broker_epoch = await self.zk.register_broker(self._registration)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            election = trio.CancelScope()
+            nursery.start_soon(self._elect, election)
+            task_status.started()
+            async for event in events:
+                if event.state is SessionState.EXPIRED:
+                    log.warning("ZooKeeper session expired: this broker's registration is gone")
+                    election.cancel()
+                elif event.state is SessionState.NEW_SESSION and not self._stopping:
+                    log.info("new ZooKeeper session: registering broker %d again", self.node_id)
+                    try:
+                        self.broker_epoch = await self.zk.register_broker(self._registration)
+                    except ZooKeeperError as exc:
+                        log.error("registering again failed: %s", exc)
+                    election = trio.CancelScope()
+                    nursery.start_soon(self._elect, election)
+                elif event.state is SessionState.CLOSED:
+                    break
+            nursery.cancel_scope.cancel()
+
+    async def _elect(self, scope: trio.CancelScope) -> None:
+        """Kafka's controller election: try to create /controller; while another broker holds it, wait for
+        it to go, then try again. While we hold it, run the controller."""
+        with scope:
+            while not self._stopping:
+                send, receive = trio.open_memory_channel[Any](math.inf)
+                try:
+                    current = await self.zk.get_controller_id(watch=send)
+                    if current is None:
+                        epoch, epoch_zk_version = await self.zk.register_controller_and_increment_epoch(
+                            self.node_id)
+                        await self._be_controller(epoch, epoch_zk_version)
+                        continue
+                    self.controller_id = current
+                    await receive.receive()  # /controller changed or went: run again
+                except ControllerMovedError:
+                    continue
+                except (ZooKeeperError, BrokerUnavailable) as exc:
+                    log.warning("controller election: %s", exc)
+                    await trio.sleep(0.5)
+
+    async def _be_controller(self, epoch: int, epoch_zk_version: int) -> None:
+        settings = ControllerSettings(
+            broker_id=self.node_id, inter_broker_listener=self.inter_broker_listener,
+            unclean_leader_election=self._unclean_election_enabled,
+            delete_topic_enable=self.config.delete_topic_enable,
+            auto_leader_rebalance=self.config.auto_leader_rebalance_enable,
+            rebalance_interval_s=self.config.leader_imbalance_check_interval_seconds,
+            imbalance_percentage=self.config.leader_imbalance_per_broker_percentage,
+            request_timeout_s=self.config.controller_socket_timeout_ms / 1000)
+        controller = Controller(self.zk, settings, epoch, epoch_zk_version)
+        self.controller = controller
+        self.controller_id = self.node_id
+        watch, moved = trio.open_memory_channel[Any](math.inf)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(controller.run)
+                # Resign when /controller stops naming us.
+                while True:
+                    current = await self.zk.get_controller_id(watch=watch)
+                    if current != self.node_id:
+                        log.info("broker %d is no longer the controller (now %s)", self.node_id, current)
+                        nursery.cancel_scope.cancel()
+                        break
+                    await moved.receive()
+        except Resigned as exc:
+            log.info("broker %d resigns as controller: %s", self.node_id, exc)
+        finally:
+            self.controller = None
+            if self.controller_id == self.node_id:
+                self.controller_id = -1
+
+    def _unclean_election_enabled(self, topic: str) -> bool:
+        found = self.topics.get(topic) if self.topics is not None else None
+        value = found.configs.get("unclean.leader.election.enable") if found is not None else None
+        return value == "true" if value is not None else self.config.unclean_leader_election_enable
+
+    @property
+    def inter_broker_listener(self) -> str:
+        name = getattr(self.config, "inter_broker_listener_name", None)
+        return name or self.config.listeners[0].name
+
+    # -- the metadata cache -------------------------------------------------------------------------------------
+    def stale_controller(self, controller_epoch: int) -> bool:
+        """A control request from an older controller than the newest seen is refused; a newer one is
+        remembered."""
+        if controller_epoch < self.controller_epoch:
+            return True
+        self.controller_epoch = controller_epoch
+        return False
+
+    def apply_update_metadata(self, req: Any) -> ErrorCode:
+        if self.stale_controller(req.controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.controller_id = req.controller_id
+        self.live = {
+            b.id: LiveBroker(b.id, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack)
+            for b in req.live_brokers}
+        assert self.topics is not None
+        for topic_state in req.topic_states:
+            name = topic_state.topic_name
+            deleted = [p for p in topic_state.partition_states if p.leader == z.LEADER_DURING_DELETE]
+            if deleted:
+                self.topics.remove_topic(name)
+                continue
+            states = {p.partition_index: PartitionMetadata(p.leader, p.leader_epoch, tuple(p.replicas),
+                                                           tuple(p.isr), tuple(p.offline_replicas), p.zk_version)
+                      for p in topic_state.partition_states}
+            self.topics.apply_metadata(name, topic_state.topic_id, states)
+            self._pending_creations.discard(name)
+        if self.replicas is not None:
+            self.replicas.metadata_updated()
+        self.metadata_changed.set()
+        self.metadata_changed = trio.Event()
+        if not self._first_metadata.is_set():
+            self._first_metadata.set()
+            self.topics.drop_unclaimed_not_in_metadata()
+        return ErrorCode.NONE
+
+    # -- what handlers ask (the same questions as services.single_node.SingleNode) -------------------------------
+    def _listener_of(self, endpoint: Any) -> str:
+        return self.config.listeners[endpoint.listener].name
+
+    def nodes(self, endpoint: Any) -> list[Node]:
+        listener = self._listener_of(endpoint)
+        out = []
+        for broker in sorted(self.live.values(), key=lambda b: b.broker_id):
+            address = broker.endpoints.get(listener)
+            if address is not None:  # Kafka leaves out brokers without the client's listener
+                out.append(Node(broker.broker_id, address[0], address[1], broker.rack))
+        return out
+
+    def node(self, node_id: int, endpoint: Any) -> Node | None:
+        broker = self.live.get(node_id)
+        if broker is None:
+            return None
+        address = broker.endpoints.get(self._listener_of(endpoint))
+        return Node(node_id, address[0], address[1], broker.rack) if address is not None else None
+
+    def inter_broker_address(self, node_id: int) -> tuple[str, int] | None:
+        broker = self.live.get(node_id)
+        if broker is None:
+            return None
+        return broker.endpoints.get(self.inter_broker_listener) or next(iter(broker.endpoints.values()), None)
+
+    def auto_create_topic(self, name: str) -> Topic | ErrorCode:
+        """Kafka's AutoTopicCreationManager in ZooKeeper mode: the topic's znodes are written now (in the
+        background); the controller creates its partitions and elects their leaders. Until this broker's
+        metadata shows them: LEADER_NOT_AVAILABLE."""
+        if not self.config.auto_create_topics:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if name not in self._pending_creations and self._nursery is not None:
+            self._pending_creations.add(name)
+            self._nursery.start_soon(self._create_in_background, name)
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    async def _create_in_background(self, name: str) -> None:
+        from broker.cluster.admin import create_topic_in_zk
+
+        try:
+            await create_topic_in_zk(self, name, -1, -1, None, {})
+        except Exception as exc:  # TopicExists is fine: it exists
+            log.info("auto-creating topic %s: %s", name, exc)
+        finally:
+            self._pending_creations.discard(name)
+
+    def not_controller(self) -> bool:
+        """CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go to the controller in ZooKeeper
+        mode (clients find it in Metadata); elsewhere they are NOT_CONTROLLER."""
+        return self.controller is None or not self.controller.active
+
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           assignments: Mapping[int, Any] | None, configs: Mapping[str, str | None], *,
+                           validate_only: bool = False, timeout_s: float = 30.0) -> CreatedTopic:
+        """CreateTopics (on the controller): the topic in ZooKeeper, then wait until its partitions have
+        leaders in this broker's metadata (REQUEST_TIMED_OUT after `timeout_s`: it is created anyway)."""
+        from broker.cluster.admin import create_topic_in_zk, wait_for_topic
+
+        created = await create_topic_in_zk(self, name, num_partitions, replication_factor, assignments, configs,
+                                           validate_only=validate_only)
+        if not validate_only and not await wait_for_topic(self, name, timeout_s):
+            raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} was created but its partitions have no leader "
+                                                  f"within {timeout_s:g} s.")
+        return created
+
+    # -- stopping ------------------------------------------------------------------------------------------------
+    async def controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's leaderships elsewhere before it stops (Kafka's
+        controlled.shutdown.enable), retrying as configured; then stop anyway."""
+        self._stopping = True
+        if not self.config.controlled_shutdown_enable:
+            return
+        for attempt in range(1, self.config.controlled_shutdown_max_retries + 1):
+            controller = self.controller_id
+            address = self.inter_broker_address(controller) if controller >= 0 else None
+            if address is None:
+                log.info("controlled shutdown: no controller known")
+                return
+            client = BrokerClient(f"controller {controller}", *address, client_id=f"broker-{self.node_id}",
+                                  timeout=self.config.controller_socket_timeout_ms / 1000)
+            try:
+                response = await client.request(ApiKey.CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION,
+                                                 {"broker_id": self.node_id, "broker_epoch": self.broker_epoch})
+                if response.error_code == ErrorCode.NONE:
+                    remaining = [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
+                    log.info("controlled shutdown succeeded; %d partition(s) stay led here (no other replica)",
+                             len(remaining))
+                    return
+                log.warning("controlled shutdown attempt %d: %s", attempt, ErrorCode(response.error_code).name)
+            except BrokerUnavailable as exc:
+                log.warning("controlled shutdown attempt %d: %s", attempt, exc)
+            finally:
+                await client.aclose()
+            await trio.sleep(self.config.controlled_shutdown_retry_backoff_ms / 1000)
+
+    async def aclose(self) -> None:
+        self._stopping = True
+        await self.session.aclose()
+
+
+
+def _read_meta_properties(data_dir: Path) -> dict[str, str]:
+    stored: dict[str, str] = {}
+    try:
+        text = (data_dir / "meta.properties").read_text()
+    except FileNotFoundError:
+        return stored
+    for line in text.splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            stored[key.strip()] = value.strip()
+    return stored
+
+
+def _new_cluster_id() -> str:
+    return z.uuid_to_str(z.random_uuid())
+
