@@ -18,7 +18,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from broker.testing import BrokerProcess
+import pytest
+
+from broker.testkit import BrokerProcess
 from tests.java import jvm
 
 RECORDS = 3000
@@ -60,11 +62,13 @@ class Lines:
                 return json.loads(line)
 
 
-def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("profile", [None, "4.1"], ids=["profile-default", "profile-4.1"])
+def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path, profile: str | None) -> None:
     classes = jvm.require(jvm.build, "4.4", jvm.sources())
     app = f"wordcount-{uuid.uuid4().hex[:8]}"
     traces = [tmp_path / "trace-1.jsonl", tmp_path / "trace-2.jsonl"]
-    broker = BrokerProcess(tmp_path / "data", "--trace", str(traces[0])).start()
+    version = ["--kafka-version", profile] if profile else []
+    broker = BrokerProcess(tmp_path / "data", *version, "--trace", str(traces[0])).start()
     stderr = (tmp_path / "streams.log").open("w")
     proc = subprocess.Popen(
         jvm.command("4.4", classes, "minibroker.streams.WordCountCheck", "--bootstrap", broker.bootstrap,
@@ -84,7 +88,8 @@ def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path) -> None:
             elif killed_at is None and event["output"] >= RESTART_AT_OUTPUT:
                 broker.kill()
                 killed_at = event
-                broker = BrokerProcess(tmp_path / "data", "--trace", str(traces[1]), port=broker.port).start()
+                broker = BrokerProcess(tmp_path / "data", *version, "--trace", str(traces[1]),
+                                       port=broker.port).start()
         proc.wait(60)
     finally:
         if proc.poll() is None:
