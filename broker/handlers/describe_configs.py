@@ -1,11 +1,13 @@
-"""DescribeConfigs: topic configs (override or broker default, with Kafka's sources and synonyms) and this
-broker's own settings (static, or dynamic: see broker.dynamic_config; the others are read-only)."""
+"""DescribeConfigs: topic configs (override or broker default, with Kafka's sources and synonyms), this
+broker's own settings (static, or dynamic: see broker.dynamic_config; the others are read-only) and its
+loggers' levels (BROKER_LOGGER, broker.config.loggers)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from broker.config import loggers
 from broker.config.dynamic import (
     BROKER_LEVEL,
     DEFAULT_LEVEL,
@@ -19,15 +21,17 @@ from broker.config.dynamic import (
 from broker.config.options import OPTIONS, BrokerConfig
 from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS, config_type
 from broker.handlers.context import RequestContext
-from broker.security.access import AclOperation, config_resource_error
+from broker.security.access import AclOperation, cluster_authorized, config_resource_error
 from protocol.header import ErrorCode
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 # Kafka's ConfigSource
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 _DEFAULTS = BrokerConfig()
 _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
@@ -131,6 +135,21 @@ def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms:
     return out
 
 
+def _logger_configs(ctx: RequestContext, name: str, keys: set[str] | None) -> dict[str, Any]:
+    """Kafka's ConfigHelper for BROKER_LOGGER: every logger and its level, DESCRIBE_CONFIGS on the cluster."""
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+    if not name:
+        return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": "Broker id must not be empty"}
+    if name != str(ctx.broker.node_id):
+        return {"error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": f"Unexpected broker id, expected {ctx.broker.node_id} but received {name}"}
+    return {"configs": [{"name": logger, "value": level, "read_only": False,
+                         "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_default": False, "is_sensitive": False,
+                         "synonyms": [], "config_type": 0, "documentation": None}
+                        for logger, level in sorted(loggers.levels().items()) if keys is None or logger in keys]}
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     synonyms = version >= 1 and req.include_synonyms
@@ -158,6 +177,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["configs"] = _default_level_configs(ctx, keys, synonyms, version)
             else:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
+        elif r.resource_type == BROKER_LOGGER:
+            result.update(_logger_configs(ctx, r.resource_name, keys))
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {r.resource_type}")

@@ -4,6 +4,7 @@ with exact requests over a raw socket."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from tests.kafka_wire import WireClient
 
@@ -63,3 +64,43 @@ def test_transactional_produce_right_after_a_restart_waits_for_the_coordinator(m
                                        "committed": True})
         assert ended.error_code == 0
         assert client.list_latest(topic_name) == 2  # the record and the commit marker
+
+
+def test_broker_loggers_are_described_and_set(minibroker):
+    """`kafka-configs --entity-type broker-loggers --entity-name 0` (Kafka's BROKER_LOGGER config resource)
+    was answered INVALID_REQUEST "Unsupported resource type 8". Every logger of the broker is described with
+    its level; IncrementalAlterConfigs sets or unsets levels at run time, with Kafka's checks."""
+    import logging
+
+    name = "broker.services.transactions"
+    logging.getLogger(name)  # the broker's module may not have been imported by this process yet
+
+    def describe(client: WireClient, keys: list[str] | None = None, resource: str = "0") -> Any:
+        return client.request(32, 4, {"resources": [{"resource_type": 8, "resource_name": resource,
+                                                     "configuration_keys": keys}],
+                                      "include_synonyms": True, "include_documentation": False}).results[0]
+
+    def alter(client: WireClient, *ops: tuple[int, str, str | None], resource: str = "0") -> tuple[int, str]:
+        answer = client.request(44, 1, {"resources": [{"resource_type": 8, "resource_name": resource, "configs": [
+            {"name": n, "config_operation": op, "value": v} for op, n, v in ops]}], "validate_only": False})
+        return answer.responses[0].error_code, answer.responses[0].error_message
+
+    with WireClient(minibroker) as client:
+        described = describe(client)
+        assert described.error_code == 0
+        levels = {c.name: (c.value, c.config_source, c.read_only) for c in described.configs}
+        assert levels["root"][1:] == (6, False)  # DYNAMIC_BROKER_LOGGER_CONFIG
+        assert name in levels and levels["root"][0] in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+        try:
+            assert alter(client, (0, name, "TRACE")) == (0, None)
+            assert [(c.name, c.value) for c in describe(client, [name]).configs] == [(name, "TRACE")]
+            assert logging.getLogger(name).getEffectiveLevel() == 5
+        finally:
+            assert alter(client, (1, name, None)) == (0, None)  # unset: the parent's level again
+        assert logging.getLogger(name).level == logging.NOTSET
+        assert alter(client, (0, name, "LOUD"))[0] == 40  # INVALID_CONFIG
+        assert alter(client, (0, "no.such.logger", "INFO")) == (40, "Logger no.such.logger does not exist!")
+        assert alter(client, (1, "root", None))[0] == 42  # INVALID_REQUEST: the root logger keeps a level
+        assert alter(client, (2, name, "INFO"))[0] == 42  # APPEND
+        assert alter(client, (0, name, "INFO"), resource="7")[0] == 42
+        assert describe(client, resource="").error_code == 42

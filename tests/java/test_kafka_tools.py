@@ -121,6 +121,19 @@ def test_kafka_configs(minibroker):
     tool("kafka-configs", "--alter", *broker, "--delete-config", "message.max.bytes", bootstrap=minibroker)
     assert "message.max.bytes" not in tool("kafka-configs", "--describe", *broker, bootstrap=minibroker).stdout
 
+    # The broker's loggers, and their levels changed at run time.
+    loggers = ("--entity-type", "broker-loggers", "--entity-name", "0")
+    described = tool("kafka-configs", "--describe", *loggers, bootstrap=minibroker).stdout
+    assert "Dynamic configs for broker-logger 0 are:" in described
+    assert re.search(r"^  root=(INFO|WARN|ERROR|DEBUG) sensitive=false synonyms=\{\}$", described, re.M), described
+    logger = "broker.services.topics"
+    try:
+        tool("kafka-configs", "--alter", *loggers, "--add-config", f"{logger}=TRACE", bootstrap=minibroker)
+        assert f"  {logger}=TRACE sensitive=false" in tool("kafka-configs", "--describe", *loggers,
+                                                             bootstrap=minibroker).stdout
+    finally:
+        tool("kafka-configs", "--alter", *loggers, "--delete-config", logger, bootstrap=minibroker)
+
 
 def test_console_producer_and_consumer(minibroker_server):
     bootstrap = minibroker_server.bootstrap
