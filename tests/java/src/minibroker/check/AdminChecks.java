@@ -21,8 +21,12 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeConsumerGroupsOptions;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.ListTransactionsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
@@ -50,6 +54,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.ConsumerGroupState;
 import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicCollection;
@@ -133,6 +138,10 @@ final class AdminChecks {
                 Expect.equal("replicas of " + p.partition(), List.of(node), p.replicas());
                 Expect.equal("isr of " + p.partition(), List.of(node), p.isr());
             }
+            Set<AclOperation> topicOps = get(admin.describeTopics(List.of(topic), new DescribeTopicsOptions()
+                    .includeAuthorizedOperations(true)).allTopicNames()).get(topic).authorizedOperations();
+            Expect.isTrue(topicOps != null && topicOps.containsAll(List.of(AclOperation.READ, AclOperation.WRITE,
+                    AclOperation.DELETE, AclOperation.ALTER_CONFIGS)), "authorized operations on the topic: " + topicOps);
             TopicDescription byId = get(admin.describeTopics(TopicCollection.ofTopicIds(List.of(id)))
                     .topicIdValues().get(id));
             Expect.equal("name of the topic described by id", topic, byId.name());
@@ -302,6 +311,11 @@ final class AdminChecks {
             Expect.equal("assignment", Set.of(p0, p1), member.assignment().topicPartitions());
             Expect.equal("coordinator", node(admin), description.coordinator());
             Expect.equal("simple", false, description.isSimpleConsumerGroup());
+            Set<AclOperation> groupOps = get(admin.describeConsumerGroups(List.of(group),
+                    new DescribeConsumerGroupsOptions().includeAuthorizedOperations(true)).all()).get(group)
+                    .authorizedOperations();
+            Expect.isTrue(groupOps != null && groupOps.containsAll(List.of(AclOperation.READ, AclOperation.DESCRIBE,
+                    AclOperation.DELETE)), "authorized operations on the group: " + groupOps);
 
             Map<String, ConsumerGroupListing> listed = new HashMap<>();
             get(admin.listConsumerGroups().all()).forEach(g -> listed.put(g.groupId(), g));
@@ -430,6 +444,10 @@ final class AdminChecks {
             Expect.equal("open transaction on p0 starts at", java.util.OptionalLong.of(0L),
                     state.currentTransactionStartOffset());
 
+            ListOffsetsResultInfo lso = get(admin.listOffsets(Map.of(p0, OffsetSpec.latest()),
+                    new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).partitionResult(p0));
+            Expect.equal("latest offset of p0 read_committed (the LSO)", 0L, lso.offset());
+            Expect.equal("latest offset of p0 read_uncommitted", 2L, listOffset(admin, p0, OffsetSpec.latest()).offset());
             // kafka-transactions' "abort": a marker written to one partition for the producer's transaction.
             get(admin.abortTransaction(new AbortTransactionSpec(p0, producerId, (short) state.producerEpoch(),
                     state.coordinatorEpoch().orElse(-1))).all());
@@ -473,6 +491,11 @@ final class AdminChecks {
             Expect.equal("broker address", kafka.bootstrap, node.host() + ":" + node.port());
             Expect.equal("controller", node, get(cluster.controller()));
             String clusterId = get(cluster.clusterId());
+            Set<AclOperation> clusterOps = get(admin.describeCluster(new DescribeClusterOptions()
+                    .includeAuthorizedOperations(true)).authorizedOperations());
+            Expect.isTrue(clusterOps != null && clusterOps.containsAll(List.of(AclOperation.ALTER,
+                    AclOperation.DESCRIBE, AclOperation.CREATE, AclOperation.IDEMPOTENT_WRITE)),
+                    "authorized operations on the cluster: " + clusterOps);
             Expect.isTrue(clusterId != null && !clusterId.isEmpty(), "a cluster id");
 
             FeatureMetadata features = get(admin.describeFeatures().featureMetadata());
