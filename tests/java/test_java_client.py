@@ -28,6 +28,20 @@ def test_java_client(release: str, area: str, minibroker: str) -> None:
     assert all(r.ok for r in results), jvm.failures(results)
 
 
+def test_java_client_through_faults(minibroker_server) -> None:
+    """Responses lost after the append, NOT_LEADER_OR_FOLLOWER, fetch connections dropped: the idempotent
+    producer's retries are deduplicated (its checks hold: every record once, at its offset), transactions and a
+    cooperative group carry on."""
+    broker = minibroker_server
+    broker.drop_produce_response(count=3)
+    broker.inject_error("PRODUCE", "NOT_LEADER_OR_FOLLOWER", count=3)
+    broker.drop_connection("FETCH", when="after_response", count=2)
+    results = jvm.require(jvm.run_checks, "4.4", broker.bootstrap,
+                          ["producer.idempotent", "transactions.commit_abort", "consumer.group_cooperative"])
+    assert all(r.ok for r in results), jvm.failures(results)
+    assert broker.faults() == []  # every rule was used up
+
+
 def serves(bootstrap: str, api_key: int) -> bool:
     with WireClient(bootstrap) as client:
         answer = client.request(18, 3, {"client_software_name": "minibroker-tests", "client_software_version": "1"})
