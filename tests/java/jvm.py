@@ -53,13 +53,16 @@ def sources() -> list[Path]:
     return sorted(SOURCES.rglob("*.java"))
 
 
-def build(release: str, files: list[Path], name: str = "checks") -> Path:
-    """Compiles `files` against the client jars of `release`; returns the classes directory (cached: built
-    again only when a source, the jars or the JDK change)."""
+def build(release: str, files: list[Path], name: str = "checks", into: Path | None = None) -> Path:
+    """Compiles `files` against the client jars of `release`; returns the classes directory: `into`/classes,
+    or in the cache (built again only when a source, the jars or the JDK change)."""
     javac = shutil.which("javac")
     if javac is None:
         raise JavaUnavailable("javac (a JDK) is not installed")
     jars = client_jars(release)
+    if into is not None:
+        _javac(javac, jars, files, into / "classes", release)
+        return into / "classes"
     digest = hashlib.sha256()
     digest.update(f"{release}\n{_java_version()}\n".encode())
     for jar in jars:
@@ -72,12 +75,7 @@ def build(release: str, files: list[Path], name: str = "checks") -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
-        result = subprocess.run(
-            [javac, "--release", "17", "-encoding", "UTF-8", "-nowarn", "-Xlint:none", "-d", str(work / "classes"),
-             "-cp", os.pathsep.join(map(str, jars)), *map(str, files)],
-            capture_output=True, text=True, timeout=300)
-        if result.returncode != 0:
-            raise AssertionError(f"javac failed against the {release} client:\n{result.stdout}{result.stderr}")
+        _javac(javac, jars, files, work / "classes", release)
         (work / _MARKER).write_text("\n".join(str(f) for f in files) + "\n")
         if target.exists():
             shutil.rmtree(target)
@@ -85,6 +83,15 @@ def build(release: str, files: list[Path], name: str = "checks") -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target / "classes"
+
+
+def _javac(javac: str, jars: list[Path], files: list[Path], out: Path, release: str) -> None:
+    result = subprocess.run(
+        [javac, "--release", "17", "-encoding", "UTF-8", "-nowarn", "-Xlint:none", "-d", str(out),
+         "-cp", os.pathsep.join(map(str, jars)), *map(str, files)],
+        capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise AssertionError(f"javac failed against the {release} client:\n{result.stdout}{result.stderr}")
 
 
 def _java_version() -> str:

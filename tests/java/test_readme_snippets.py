@@ -28,7 +28,7 @@ def compiled(tmp_path: Path, bootstrap: str, *names: str) -> Path:
         path = tmp_path / f"{name}.java"
         path.write_text(found[name].replace("localhost:9092", bootstrap))
         files.append(path)
-    return jvm.require(jvm.build, "4.4", files, "readme")
+    return jvm.require(jvm.build, "4.4", files, "readme", into=tmp_path)
 
 
 def test_readme_java_producer_and_consumer(minibroker_server, tmp_path):
