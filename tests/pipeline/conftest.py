@@ -39,7 +39,9 @@ def _with_connector(conf: dict[str, str]) -> dict[str, str]:
     from tests.kafka_jars import Unavailable
 
     try:
-        conf = with_connector(conf)
+        # Spark keeps its Kafka sink's producers for reuse: closed soon, they do not outlive a test's broker.
+        conf = with_connector({**conf, "spark.kafka.producer.cache.timeout": "2s",
+                               "spark.kafka.producer.cache.evictorThreadRunInterval": "1s"})
         _connector_missing = None
     except Unavailable as exc:
         _connector_missing = str(exc)
