@@ -219,7 +219,16 @@ final class AdminChecks {
             alter(admin, thisBroker, op("message.max.bytes", "2000000", AlterConfigOp.OpType.SET));
             alter(admin, cluster, op("log.retention.ms", "86400000", AlterConfigOp.OpType.SET));
             try {
-                entries = describe(admin, thisBroker);
+                // A KRaft broker applies them once the controller's record reaches it: wait for both.
+                entries = Expect.eventually("the broker configs to apply", WAIT, () -> {
+                    try {
+                        Map<String, ConfigEntry> now = describe(admin, thisBroker);
+                        return "2000000".equals(now.get("message.max.bytes").value())
+                                && "86400000".equals(now.get("log.retention.ms").value()) ? now : null;
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                });
                 Expect.equal("message.max.bytes", "2000000", entries.get("message.max.bytes").value());
                 Expect.equal("message.max.bytes source", ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG,
                         entries.get("message.max.bytes").source());

@@ -144,7 +144,7 @@ public final class WordCountCheck {
             }
         }
         producer.join(60_000);
-        streams.close(Duration.ofSeconds(30));
+        boolean closed = streams.close(Duration.ofSeconds(30));
 
         List<String> wrong = new ArrayList<>();
         for (int w = 0; w < words; w++) {
@@ -169,6 +169,9 @@ public final class WordCountCheck {
         result.append(", \"wrong\": ").append(json(wrong));
         result.append(", \"states\": ").append(json(new ArrayList<>(states)));
         result.append(", \"replaced_threads\": ").append(replacedThreads.get());
+        // The listener is told after the state changed, so it may not have heard of NOT_RUNNING yet.
+        result.append(", \"closed\": ").append(closed).append(", \"final_state\": ").append(json(
+                streams.state().toString()));
         result.append(", \"topics\": ").append(topics(bootstrap, app, input, output));
         System.out.println(result.append("}"));
         System.out.flush();
