@@ -25,10 +25,13 @@ from broker.log.flusher import GroupFlusher
 from broker.security.acl_store import AclStore
 from broker.security.acls import Authorizer, parse_super_users
 from broker.services.appends import AppendSignal
+from broker.services.durability import Durability
+from broker.services.internal_topics import internal_topic
 from broker.services.producer_ids import ProducerIds
 from broker.services.retention import run_producer_expiration, run_retention
 from broker.services.single_node import SingleNode
-from broker.services.topics import TopicManager
+from broker.services.topics import OFFSETS_TOPIC, Topic, TopicManager
+from protocol.header import ErrorCode
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
@@ -97,6 +100,9 @@ class Broker:
             self.cluster = cluster
             self.replicas = ReplicaManager(config.broker_id, self.topics, self.appends, self.clock, config, cluster)
             cluster.attach(self.topics, self.replicas)
+            self.replicas.on_coordinator_partition.append(self._coordinator_partition)
+            cluster.on_topics_deleted.append(self._topics_deleted)
+        self.durability = Durability(self.flusher, self.replicas)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
     # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).
@@ -104,20 +110,46 @@ class Broker:
     def groups(self) -> GroupService:
         from broker.services.groups import GroupService
 
-        return self._start(GroupService(self.config, self.topics, self.clock, self.flusher, self.appends))
+        return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appends,
+                                        self.internal_topic, per_partition=self.replicas is not None))
 
     @functools.cached_property
     def markers(self) -> MarkerWriter:
+        """Transaction markers on this broker's partitions (the WriteTxnMarkers handler's)."""
         from broker.services.markers import MarkerWriter
 
-        return MarkerWriter(self.topics, self.flusher, self.appends, self.clock, lambda: self.groups)
+        return MarkerWriter(self.topics, self.durability, self.appends, self.clock, lambda: self.groups)
 
     @functools.cached_property
     def txns(self) -> TxnService:
         from broker.services.transactions import TxnService
 
-        return self._start(TxnService(self.config, self.topics, self.clock, self.flusher, self.appends,
-                                      self.producer_ids, self.markers))
+        markers: Any = self.markers
+        if self.replicas is not None:  # markers go to each partition's leader, wherever it is
+            from broker.cluster.markers import MarkerChannel
+
+            markers = MarkerChannel(self.node_id, self.topics, self.markers, self.cluster,
+                                    self.config.replica_socket_timeout_ms / 1000)
+        return self._start(TxnService(self.config, self.topics, self.clock, self.durability, self.appends,
+                                      self.producer_ids, markers, self.internal_topic,
+                                      per_partition=self.replicas is not None))
+
+    def internal_topic(self, name: str) -> Topic | ErrorCode:
+        """`__consumer_offsets` or `__transaction_state`, created on first use with Kafka's settings for it
+        (in a cluster, through the controller: COORDINATOR_NOT_AVAILABLE until this broker knows it)."""
+        if self.replicas is not None:
+            return self.cluster.internal_topic(name)
+        return internal_topic(self.topics, name, self.clock.now_ms())
+
+    def _topics_deleted(self, names: list[str]) -> None:
+        """Topics gone from the cluster: the groups coordinated here forget their offsets."""
+        groups = self.__dict__.get("groups")  # a coordinator not started yet holds no group
+        if groups is not None and self._services is not None:
+            self._services.start_soon(groups.forget_topics, names)
+
+    def _coordinator_partition(self, topic: str, index: int, leader_epoch: int | None) -> None:
+        """The replica manager's news of a coordinator partition led here (or no longer)."""
+        (self.groups if topic == OFFSETS_TOPIC else self.txns).on_partition(index, leader_epoch)
 
     @functools.cached_property
     def log_cleaner(self) -> LogCleaner:

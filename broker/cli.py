@@ -107,7 +107,10 @@ async def _serve(config: BrokerConfig) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             addresses = ", ".join(f"{h}:{p}" for h, p in server.listen_addresses)
-            print(f"minibroker ready on {addresses} (data dir {config.data_dir})", file=sys.stderr, flush=True)
+            extra = f", broker id {config.broker_id}" if config.cluster_mode else ""
+            if server.admin_address is not None:
+                extra += f", admin http://{server.admin_address[0]}:{server.admin_address[1]}"
+            print(f"minibroker ready on {addresses} (data dir {config.data_dir}{extra})", file=sys.stderr, flush=True)
 
             async def watch_signals() -> None:
                 async for signum in signals:
@@ -135,7 +138,26 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         trio.run(_serve, config)
-    except OSError as exc:
-        print(f"minibroker: {exc}", file=sys.stderr)
+    except BaseException as exc:  # noqa: BLE001 - a reason to refuse to start is told, not traced
+        reason = _startup_error(exc)
+        if reason is None:
+            raise
+        print(f"minibroker: {reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def _startup_error(exc: BaseException) -> str | None:
+    """The message of an error that stops a broker from starting (a port in use, a broker id another live broker
+    holds, ZooKeeper out of reach, a data dir of another cluster), looked for inside trio's exception groups."""
+    from zk.errors import ZooKeeperError
+
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _startup_error(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, (OSError, ValueError, ZooKeeperError)):
+        return str(exc)
+    return None

@@ -900,6 +900,28 @@ class GroupCoordinator:
                 group = self.groups[key.group] = Group(key.group, state_timestamp_ms=-1)
             group.offsets[(key.topic, key.partition)] = offset
 
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        """This coordinator lost the partition of the groups for which `belongs(group_id)` (its
+        `__consumer_offsets` partition moved to another broker): forget them, their timers too; members
+        waiting in JoinGroup or SyncGroup are answered NOT_COORDINATOR (Kafka's onResignation). Returns
+        how many groups went."""
+        gone = [group for group_id, group in self.groups.items() if belongs(group_id)]
+        for group in gone:
+            for member in group.members.values():
+                if member.join_callback is not None:
+                    callback, member.join_callback = member.join_callback, None
+                    callback(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                if member.sync_callback is not None:
+                    callback, member.sync_callback = member.sync_callback, None
+                    callback(SyncResult(ErrorCode.NOT_COORDINATOR))
+                self.timers.cancel((_HEARTBEAT, group.group_id, member.member_id))
+            for member_id in list(group.pending_members):
+                self.timers.cancel((_PENDING, group.group_id, member_id))
+            self.timers.cancel((_JOIN, group.group_id))
+            self.timers.cancel((_SYNC, group.group_id))
+            del self.groups[group.group_id]
+        return len(gone)
+
     def load_pending_txn(self, producer_id: int, records: Iterable[Record]) -> None:
         """Offsets of a transaction still open when the log was replayed: pending again, until its marker."""
         for key_data, value_data in records:

@@ -10,7 +10,7 @@ log writes are the shell's business (broker/services/transactions.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -394,6 +394,14 @@ class TransactionCoordinator:
         txn.state = transit.state  # replayed records are trusted: no transition check
         txn.complete(transit)
         self.txns[transactional_id] = txn
+
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        """This coordinator lost the `__transaction_state` partition of the ids for which `belongs(id)`:
+        forget them (the new coordinator loads them from the log). Returns how many went."""
+        gone = [txn_id for txn_id in self.txns if belongs(txn_id)]
+        for txn_id in gone:
+            del self.txns[txn_id]
+        return len(gone)
 
     # == admin ==================================================================================
     def describe(self, transactional_id: str) -> TxnMetadata | None:

@@ -8,58 +8,11 @@ import struct
 import time
 from typing import Any
 
-from broker.server.dispatch import lookup
-from protocol.header import RequestHeader, encode_request_header, request_spec, response_header_version
+from broker.testkit.wire import WireClient as BaseWireClient
 from protocol.records import Record, build_batch
-from protocol.schema import message
 
 
-class WireClient:
-    def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.correlation = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> WireClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _recv(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            out += chunk
-        return bytes(out)
-
-    def send(self, api_key: int, version: int, body: dict[str, Any]) -> int:
-        self.correlation += 1
-        spec = request_spec(api_key)
-        assert spec is not None
-        payload = encode_request_header(RequestHeader(api_key, version, self.correlation, "wire-test")) + \
-            spec.encode(version, body)
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-        return self.correlation
-
-    def receive(self, api_key: int, version: int, correlation: int) -> Any:
-        (size,) = struct.unpack(">i", self._recv(4))
-        frame = self._recv(size)
-        (got,) = struct.unpack_from(">i", frame)
-        assert got == correlation, (got, correlation)
-        offset = 4 if response_header_version(api_key, version) == 0 else 5
-        api = lookup(api_key)
-        assert api is not None
-        return message(api.response_name).decode(version, frame, offset)
-
-    def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        return self.receive(api_key, version, self.send(api_key, version, body))
-
+class WireClient(BaseWireClient):
     # --- conveniences ---------------------------------------------------------------------------
 
     def init_producer_id(self, version: int = 4, producer_id: int = -1, epoch: int = -1) -> Any:

@@ -149,6 +149,10 @@ class SessionBlockStore:
     def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
         import trio
 
+        if not self.zk.session.connected:
+            # Fail at once while ZooKeeper is away, as a plain kazoo call does: InitProducerId answers the
+            # retriable COORDINATOR_LOAD_IN_PROGRESS instead of holding the client past its request timeout.
+            raise ZooKeeperUnavailableError("not connected to ZooKeeper")
         return trio.from_thread.run(self.zk.claim_producer_id_block, broker_id)
 
     def close(self) -> None:

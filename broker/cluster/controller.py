@@ -120,8 +120,8 @@ class Controller:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.channel.run)
+                self._active = True  # as Kafka's: active once elected; requests queue behind the failover
                 await self._failover()
-                self._active = True
                 task_status.started()
                 if self.settings.auto_leader_rebalance:
                     nursery.start_soon(self._rebalance_timer)

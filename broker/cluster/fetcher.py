@@ -106,6 +106,9 @@ class ReplicaFetcher:
                     if client is None:
                         await trio.sleep(backoff)
                         continue
+                    # A replica whose log went (its topic deleted, StopReplica) is no longer followed.
+                    for tp in [tp for tp, f in self.partitions.items() if f.partition.log is None]:
+                        del self.partitions[tp]
                     try:
                         truncating = [f for f in self.partitions.values() if f.truncating]
                         if truncating:
@@ -115,6 +118,9 @@ class ReplicaFetcher:
                             await self._fetch(client, fetching)
                     except BrokerUnavailable as exc:
                         log.info("fetcher from broker %d: %s", self.leader, exc)
+                        await trio.sleep(backoff)
+                    except Exception:  # a bug must not take the broker down: log, back off, go on
+                        log.exception("fetcher from broker %d failed", self.leader)
                         await trio.sleep(backoff)
         finally:
             self.stopped = True

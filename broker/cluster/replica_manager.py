@@ -123,6 +123,9 @@ class ReplicaManager:
         return results
 
     def _topic_configs(self, name: str) -> dict[str, str]:
+        configs = self.cluster.topic_configs.get(name)
+        if configs is not None:
+            return dict(configs)
         topic = self.topics.get(name)
         return dict(topic.configs) if topic is not None else {}
 
@@ -208,6 +211,16 @@ class ReplicaManager:
                 results[tp] = ErrorCode.NONE
         self.appends.notify()
         return results
+
+    def topic_removed(self, name: str) -> None:
+        """The topic is gone (deleted): stop leading and following its partitions here."""
+        for tp in [tp for tp in self.leading if tp[0] == name]:
+            state = self.leading.pop(tp)
+            self._coordinator(state.partition, None)
+        topic = self.topics.get(name)
+        if topic is not None and self.fetchers is not None:
+            for partition in topic.partitions:
+                self.fetchers.remove((name, partition.index))
 
     def metadata_updated(self) -> None:
         """UpdateMetadata came: a follower whose leader moved addresses finds it there."""
@@ -296,9 +309,12 @@ class ReplicaManager:
             with trio.move_on_after(ISR_CHECK_INTERVAL_S):
                 await self._isr_wake.wait()
             self._isr_wake = trio.Event()
-            changes = self._isr_changes()
-            if changes:
-                await self._alter_partition(changes)
+            try:
+                changes = self._isr_changes()
+                if changes:
+                    await self._alter_partition(changes)
+            except Exception:  # a bug must not take the broker down: log, go on
+                log.exception("ISR maintenance failed")
 
     def _isr_changes(self) -> list[tuple[LeaderState, tuple[int, ...]]]:
         now = self.clock.now_ms()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,13 +31,13 @@ from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.cluster.controller import Controller, ControllerSettings, Resigned
 from broker.config.options import BrokerConfig
 from broker.services.single_node import CreatedTopic, Node
-from broker.services.topics import PartitionMetadata, Topic, TopicError, TopicManager
+from broker.services.topics import INTERNAL_TOPICS, PartitionMetadata, Topic, TopicError, TopicManager
 from protocol.header import ApiKey, ErrorCode
 from zk import znodes as z
-from zk.errors import ControllerMovedError, ZooKeeperError
+from zk.errors import AdminError, ControllerMovedError, ZooKeeperError
 from zk.kafka_zk import KafkaZkClient
 from zk.session import SessionState, ZkSession
-from zk.znodes import BrokerRegistration, Endpoint
+from zk.znodes import BrokerRegistration, ConfigType, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +73,18 @@ class ZkCluster:
         self.metadata_changed = trio.Event()  # set (and replaced) at every UpdateMetadata
         self._stopping = False
         self._pending_creations: set[str] = set()
+        self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
+        self.on_topics_deleted: list[Any] = []  # callbacks(names): topics gone from the cluster
         self._nursery: trio.Nursery | None = None
 
     # -- start ------------------------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, config: BrokerConfig) -> ZkCluster:
         """Join the cluster's ZooKeeper: cluster id and broker id settled (written into `config`)."""
+        if config.broker_id > config.reserved_broker_max_id and config.broker_id_generation_enable:
+            # Kafka's check of a configured id: generated ids are above reserved.broker.max.id.
+            raise ValueError(f"broker.id {config.broker_id} must be between 0 and {config.reserved_broker_max_id} "
+                             "(reserved.broker.max.id) when broker.id.generation.enable is true")
         timeout = config.zookeeper_connection_timeout_ms / 1000
         session = await ZkSession.connect(config.zookeeper_connect, timeout=timeout,
                                           session_timeout=config.zookeeper_session_timeout_ms / 1000)
@@ -124,6 +130,11 @@ class ZkCluster:
             self._nursery = nursery
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
+            nursery.start_soon(self._follow_config_changes)
+            # Ready once the controller has told this broker what the cluster is (its first UpdateMetadata): a
+            # client connecting then finds the brokers, the controller and the topics in Metadata.
+            with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
+                await self._first_metadata.wait()
             task_status.started()
             async for event in events:
                 if event.state is SessionState.EXPIRED:
@@ -154,12 +165,20 @@ class ZkCluster:
                             self.node_id)
                         await self._be_controller(epoch, epoch_zk_version)
                         continue
+                    if current == self.node_id and self.controller is None:
+                        # Ours, from before a ZooKeeper outage that stopped our controller: give it up and run
+                        # again (a new epoch fences whatever the old one still had in flight).
+                        await self.zk.session.delete(z.CONTROLLER)
+                        continue
                     self.controller_id = current
                     await receive.receive()  # /controller changed or went: run again
                 except ControllerMovedError:
                     continue
                 except (ZooKeeperError, BrokerUnavailable) as exc:
                     log.warning("controller election: %s", exc)
+                    await trio.sleep(0.5)
+                except Exception as exc:  # NoNodeError of a delete that raced, and the like
+                    log.warning("controller election: %r", exc)
                     await trio.sleep(0.5)
 
     async def _be_controller(self, epoch: int, epoch_zk_version: int) -> None:
@@ -186,8 +205,10 @@ class ZkCluster:
                         nursery.cancel_scope.cancel()
                         break
                     await moved.receive()
-        except Resigned as exc:
-            log.info("broker %d resigns as controller: %s", self.node_id, exc)
+        except* Resigned as group:
+            log.info("broker %d resigns as controller: %s", self.node_id, group.exceptions[0])
+        except* (ZooKeeperError, ControllerMovedError) as group:
+            log.warning("broker %d stops being the controller: ZooKeeper: %s", self.node_id, group.exceptions[0])
         finally:
             self.controller = None
             if self.controller_id == self.node_id:
@@ -212,6 +233,45 @@ class ZkCluster:
         self.controller_epoch = controller_epoch
         return False
 
+    async def ensure_topic_configs(self, names: Iterable[str]) -> None:
+        """Read the config overrides of topics this broker has not seen yet (Kafka's brokers read a topic's
+        config when they first create its log)."""
+        missing = sorted({n for n in names if n not in self.topic_configs})
+        if not missing:
+            return
+        try:
+            self.topic_configs.update(await self.zk.get_entity_configs(ConfigType.TOPIC, missing))
+        except ZooKeeperError as exc:
+            log.warning("reading the configs of %s: %s", missing, exc)
+
+    async def _follow_config_changes(self) -> None:
+        """Kafka's ZkConfigManager: each new /config/changes/config_change_N names an entity whose config
+        changed; a topic's is read again and applied to its logs. (Dynamic broker configs stay each broker's
+        own here: see docs/cluster.md.)"""
+        seen: str | None = None
+        while True:
+            send, receive = trio.open_memory_channel[Any](math.inf)
+            try:
+                names = await self.zk.get_config_change_notifications(watch=send)
+                if seen is None:  # at start: everything is read fresh anyway
+                    seen = names[-1] if names else ""
+                for name in [n for n in names if n > seen]:
+                    seen = name
+                    found = await self.zk.get_config_change_notification(name)
+                    if found is None:
+                        continue
+                    entity_type, _, entity = found[0].partition("/")
+                    if entity_type == ConfigType.TOPIC:
+                        configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
+                        self.topic_configs[entity] = configs
+                        if self.topics is not None:
+                            self.topics.set_configs(entity, configs)
+                        log.info("topic %s configs now %s", entity, configs)
+                await receive.receive()
+            except Exception as exc:  # ZooKeeper away, a malformed notification: read again later
+                log.warning("following config changes: %r", exc)
+                await trio.sleep(1)
+
     def apply_update_metadata(self, req: Any) -> ErrorCode:
         if self.stale_controller(req.controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
@@ -220,19 +280,31 @@ class ZkCluster:
             b.id: LiveBroker(b.id, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack)
             for b in req.live_brokers}
         assert self.topics is not None
+        removed = []
         for topic_state in req.topic_states:
             name = topic_state.topic_name
             deleted = [p for p in topic_state.partition_states if p.leader == z.LEADER_DURING_DELETE]
             if deleted:
+                if self.topics.get(name) is not None:
+                    removed.append(name)
+                    if self.replicas is not None:
+                        self.replicas.topic_removed(name)
                 self.topics.remove_topic(name)
+                self.topic_configs.pop(name, None)
                 continue
             states = {p.partition_index: PartitionMetadata(p.leader, p.leader_epoch, tuple(p.replicas),
                                                            tuple(p.isr), tuple(p.offline_replicas), p.zk_version)
                       for p in topic_state.partition_states}
+            new = self.topics.get(name) is None
             self.topics.apply_metadata(name, topic_state.topic_id, states)
+            if new and name in self.topic_configs:
+                self.topics.set_configs(name, self.topic_configs[name])
             self._pending_creations.discard(name)
         if self.replicas is not None:
             self.replicas.metadata_updated()
+        if removed:
+            for callback in self.on_topics_deleted:
+                callback(removed)
         self.metadata_changed.set()
         self.metadata_changed = trio.Event()
         if not self._first_metadata.is_set():
@@ -252,6 +324,9 @@ class ZkCluster:
             if address is not None:  # Kafka leaves out brokers without the client's listener
                 out.append(Node(broker.broker_id, address[0], address[1], broker.rack))
         return out
+
+    def is_alive(self, node_id: int) -> bool:
+        return node_id in self.live
 
     def node(self, node_id: int, endpoint: Any) -> Node | None:
         broker = self.live.get(node_id)
@@ -276,6 +351,17 @@ class ZkCluster:
             self._pending_creations.add(name)
             self._nursery.start_soon(self._create_in_background, name)
         return ErrorCode.LEADER_NOT_AVAILABLE
+
+    def internal_topic(self, name: str) -> Topic | ErrorCode:
+        """`__consumer_offsets` / `__transaction_state` once this broker's metadata has it with leaders; until
+        then its creation is asked (whatever auto.create.topics.enable says, as Kafka's FindCoordinator)."""
+        topic = self.topics.get(name) if self.topics is not None else None
+        if topic is not None and topic.partitions:
+            return topic
+        if name not in self._pending_creations and self._nursery is not None:
+            self._pending_creations.add(name)
+            self._nursery.start_soon(self._create_in_background, name)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     async def _create_in_background(self, name: str) -> None:
         from broker.cluster.admin import create_topic_in_zk
@@ -305,6 +391,117 @@ class ZkCluster:
             raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} was created but its partitions have no leader "
                                                   f"within {timeout_s:g} s.")
         return created
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool
+                            ) -> dict[tuple[str, int], ErrorCode] | ErrorCode:
+        result = await self.controller.call("elect_leaders", partitions, unclean)
+        return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
+
+    async def alter_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
+                                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]] | ErrorCode:
+        result = await self.controller.call("alter_reassignments", dict(targets))
+        return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        if self.controller is None:
+            return {}
+        return {tp: (list(a.replicas), list(a.adding), list(a.removing))
+                for tp, a in self.controller.reassignments().items()}
+
+    async def delete_topic(self, name: str, timeout_s: float = 30.0) -> Any:
+        """DeleteTopics (on the controller): the deletion marker in ZooKeeper, then wait until the topic is
+        gone from this broker's metadata. Raises TopicError."""
+        from broker.cluster.admin import wait_for_topic
+
+        topic = self.topics.get(name)
+        if name in INTERNAL_TOPICS and topic is not None:
+            raise TopicError("INVALID_REQUEST", f"Topic {name} is a kafka internal topic and is not allowed to be "
+                                                "deleted.")
+        if not self.config.delete_topic_enable:
+            raise TopicError("TOPIC_DELETION_DISABLED", "Topic deletion is disabled.")
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+        try:
+            await self.zk.delete_topic(name)
+        except AdminError as exc:
+            if exc.error_code:
+                raise TopicError(exc.error_code.name, str(exc)) from None
+        except ZooKeeperError as exc:
+            raise TopicError("REQUEST_TIMED_OUT", f"ZooKeeper: {exc}") from None
+        if not await wait_for_topic(self, name, timeout_s, gone=True):
+            raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} is being deleted; it was not gone within "
+                                                  f"{timeout_s:g} s.")
+        return topic.topic_id
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None, *,
+                                validate_only: bool = False, timeout_s: float = 30.0) -> None:
+        """CreatePartitions (on the controller): the topic znode grows, the controller elects the new
+        partitions' leaders; wait until this broker's metadata shows them. Raises TopicError."""
+        from broker.services.single_node import _check_new_assignments
+
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        if topic.is_internal:
+            raise TopicError("INVALID_REQUEST", f"The number of partitions of the internal topic {name} cannot be "
+                                                "changed.")
+        current = len(topic.partitions)
+        if count < current:
+            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {current} partition(s); "
+                                                   f"{count} would not be an increase.")
+        if count == current:
+            raise TopicError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
+        replicas = None
+        if assignments is not None:
+            _check_new_assignments(assignments, current, count, set(self.live),
+                                   len(topic.partitions[0].replicas) if topic.partitions else 1)
+            replicas = {current + i: ids for i, ids in enumerate(assignments)}
+        try:
+            await self.zk.add_partitions(name, count, replicas, validate_only=validate_only)
+        except AdminError as exc:
+            raise TopicError(exc.error_code.name, str(exc)) from None
+        except ZooKeeperError as exc:
+            raise TopicError("REQUEST_TIMED_OUT", f"ZooKeeper: {exc}") from None
+        if validate_only:
+            return
+        with trio.move_on_after(timeout_s):
+            while True:
+                changed = self.metadata_changed
+                found = self.topics.get(name)
+                if found is not None and len(found.partitions) >= count and all(
+                        p.leader >= 0 for p in found.partitions):
+                    return
+                await changed.wait()
+        raise TopicError("REQUEST_TIMED_OUT", f"The new partitions of {name} have no leader within {timeout_s:g} s.")
+
+    async def topic_overrides(self, name: str) -> dict[str, str] | None:
+        """The topic's config overrides (ZooKeeper's, when this broker has not heard of the topic yet)."""
+        if self.topics.get(name) is not None and name in self.topic_configs:
+            return dict(self.topic_configs[name])
+        if not await self.zk.topic_exists(name):
+            return None
+        return await self.zk.get_entity_config(ConfigType.TOPIC, name)
+
+    async def alter_topic_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+                                  ) -> None:
+        """A topic's whole set of config overrides, in ZooKeeper with a change notification: every broker
+        applies it (AdminZkClient.changeTopicConfig). Raises TopicError."""
+        from broker.cluster.admin import set_topic_configs_in_zk
+        from broker.config.topic import InvalidConfigError, validate_topic_configs
+
+        if self.topics.get(name) is None and not await self.zk.topic_exists(name):
+            # (ZooKeeper is asked too, as Kafka's AdminZkClient does: this broker may not have heard of a topic
+            # created a moment ago.)
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        try:
+            checked = validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError("INVALID_CONFIG", str(exc)) from None
+        if validate_only:
+            return
+        await set_topic_configs_in_zk(self, name, checked)
+        self.topic_configs[name] = checked
+        self.topics.set_configs(name, checked)
 
     # -- stopping ------------------------------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:

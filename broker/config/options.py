@@ -295,11 +295,7 @@ class BrokerConfig:
         check_release(self.kafka_version)
         if self.broker_id < 0 and not self.zookeeper_connect:
             self.broker_id = 0  # the embedded single broker is node 0
-        if self.broker_id >= 0 and self.zookeeper_connect and self.broker_id > self.reserved_broker_max_id \
-                and self.broker_id_generation_enable:
-            # Kafka's check: configured ids stay below the generated ones.
-            raise ValueError(f"broker.id must be between 0 and {self.reserved_broker_max_id} (reserved.broker.max.id)"
-                             " when broker.id.generation.enable is true")
+
         if self.fsync not in FSYNC_POLICIES:
             raise ValueError(f"log.flush.policy must be one of {FSYNC_POLICIES}, not {self.fsync!r}")
         if self.log_message_timestamp_type not in ("CreateTime", "LogAppendTime"):

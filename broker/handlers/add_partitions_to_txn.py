@@ -42,6 +42,9 @@ async def _one(ctx: RequestContext, transactional_id: str | None, producer_id: i
         wanted = [(t.name, p) for t in topics for p in t.partitions]
         return _topic_results(wanted, dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     wanted, unknown = _partitions(ctx, topics)
+    not_here = txns.error_for(transactional_id)  # coordinated by another broker, or being loaded
+    if not_here:
+        return _topic_results(wanted, dict.fromkeys(wanted, not_here))
     if unknown:
         errors = {tp: unknown.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
         return _topic_results(wanted, errors)

@@ -11,7 +11,7 @@ from typing import Any
 from broker.config import loggers
 from broker.config.dynamic import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, listeners_value
 from broker.config.options import OPTIONS_BY_NAME
-from broker.config.topic import LIST, TOPIC_CONFIGS, config_type
+from broker.config.topic import LIST, TOPIC_CONFIGS, config_type, effective_configs
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, cluster_authorized, config_resource_error
 from broker.services.topics import TopicError
@@ -67,24 +67,25 @@ def _incremental(current: dict[str, str], ops: Any, defaults: Callable[[str], st
     return out
 
 
-def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> tuple[ErrorCode, str | None]:
+async def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool
+                 ) -> tuple[ErrorCode, str | None]:
     if resource.resource_type == BROKER:
         return _alter_broker(ctx, resource, incremental, validate_only)
     if resource.resource_type == BROKER_LOGGER and incremental:  # legacy AlterConfigs does not know it
         return _alter_loggers(ctx, resource, validate_only)
     if resource.resource_type != TOPIC:
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
-    topics = ctx.broker.topics
-    topic = topics.get(resource.resource_name)
-    if topic is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{resource.resource_name}' does not exist."
+    name = resource.resource_name
+    current = await ctx.broker.cluster.topic_overrides(name)
+    if current is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
     try:
         if incremental:
-            effective = topics.effective_configs(topic)
-            overrides = _incremental(topic.configs, resource.configs, effective.get, _topic_list)
+            effective = effective_configs(current, ctx.broker.config)
+            overrides = _incremental(current, resource.configs, effective.get, _topic_list)
         else:
             overrides = {c.name: c.value for c in resource.configs}
-        topics.alter_configs(topic.name, overrides, validate_only=validate_only)
+        await ctx.broker.cluster.alter_topic_configs(name, overrides, validate_only=validate_only)
     except _Refused as exc:
         return exc.error, exc.message
     except TopicError as exc:
@@ -149,7 +150,7 @@ def _current_value(ctx: RequestContext, name: str) -> str | None:
     return None if option is None else str(getattr(ctx.broker.config, option.attr))
 
 
-def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
+async def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
     seen = Counter((r.resource_type, r.resource_name) for r in req.resources)
     responses = []
     for r in req.resources:
@@ -159,11 +160,11 @@ def alter(ctx: RequestContext, req: Any, incremental: bool) -> dict[str, Any]:
                                               r.resource_name)) != ErrorCode.NONE:
             error, message = denied, None
         else:
-            error, message = _alter(ctx, r, incremental, req.validate_only)
+            error, message = await _alter(ctx, r, incremental, req.validate_only)
         responses.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,
                           "resource_name": r.resource_name})
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    return alter(ctx, req, incremental=False)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return await alter(ctx, req, incremental=False)

@@ -1,40 +1,45 @@
-"""AlterPartitionReassignments on one broker: the only replica set a partition can have is this broker, so
-such a "reassignment" completes at once. v1 (KIP-860) lets the client forbid a change of replication
-factor."""
+"""AlterPartitionReassignments (KIP-455; to the controller in ZooKeeper mode): move a partition's replicas to
+a new list (the new ones are added, catch up, then the old ones go), or cancel a move in progress (null
+replicas). v1 (KIP-860) lets the client forbid a change of replication factor. On a single broker the only
+replica list a partition can have is this broker's, so such a "reassignment" completes at once."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
-def _alter_one(ctx: RequestContext, name: str, index: int, replicas: list[int] | None,
-               allow_rf_change: bool) -> tuple[ErrorCode, str | None]:
-    topic = ctx.broker.topics.get(name)
-    if topic is None or not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
-    if replicas is None:
-        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress for this partition."
-    if not allow_rf_change and len(replicas) != 1:
-        return ErrorCode.INVALID_REPLICATION_FACTOR, (
-            f"The replication factor is changed from 1 to {len(replicas)}")
-    if replicas != [ctx.broker.node_id]:
-        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
-            f"The manual partition assignment includes broker(s) that are not registered or a replication "
-            f"factor other than 1: {replicas}")
-    return ErrorCode.NONE, None
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    def answer(error: ErrorCode, message: str | None = None, responses: list[Any] | None = None) -> dict[str, Any]:
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "responses": responses or []}
 
-
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not cluster_authorized(ctx, AclOperation.ALTER):
+        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    cluster = ctx.broker.cluster
+    if cluster.not_controller():
+        return answer(ErrorCode.NOT_CONTROLLER)
     allow_rf_change = ctx.header.api_version < 1 or req.allow_replication_factor_change
-    responses = []
+    targets: dict[tuple[str, int], list[int] | None] = {}
+    refused: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
     for t in req.topics:
-        partitions = []
         for p in t.partitions:
-            error, message = _alter_one(ctx, t.name, p.partition_index,
-                                        None if p.replicas is None else list(p.replicas), allow_rf_change)
-            partitions.append({"partition_index": p.partition_index, "error_code": error, "error_message": message})
-        responses.append({"name": t.name, "partitions": partitions})
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+            tp = (t.name, p.partition_index)
+            replicas = None if p.replicas is None else list(p.replicas)
+            current = ctx.broker.topics.partition(*tp)
+            if replicas is not None and not allow_rf_change and current is not None and \
+                    len(replicas) != len(current.replicas):
+                refused[tp] = (ErrorCode.INVALID_REPLICATION_FACTOR,
+                               f"The replication factor is changed from {len(current.replicas)} to {len(replicas)}")
+                continue
+            targets[tp] = replicas
+    outcome = await cluster.alter_reassignments(targets)
+    if isinstance(outcome, ErrorCode):
+        return answer(outcome)
+    outcome.update(refused)
+    responses = [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "error_code": outcome[(t.name, p.partition_index)][0],
+         "error_message": outcome[(t.name, p.partition_index)][1]} for p in t.partitions]} for t in req.topics]
+    return answer(ErrorCode.NONE, None, responses)

@@ -15,28 +15,10 @@ def _result(name: str, error: ErrorCode, message: str | None = None) -> dict[str
     return {"name": name, "error_code": error, "error_message": message}
 
 
-def _check_assignments(ctx: RequestContext, assignments: Any, current: int, count: int) -> str | None:
-    """Kafka's checks of manual assignments for the new partitions (one broker, replication factor 1)."""
-    if len(assignments) != count - current:
-        return (f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
-                "assignment(s) were specified.")
-    for a in assignments:
-        ids = list(a.broker_ids)
-        if not ids:
-            return "Replica assignment of a partition must not be empty."
-        if len(set(ids)) != len(ids):
-            return f"Duplicate brokers in replica assignment: {ids}"
-        if any(b != ctx.broker.node_id for b in ids):
-            return f"The manual partition assignment includes broker(s) that are not registered: {ids}"
-        if len(ids) != 1:
-            return (f"The manual partition assignment includes a partition with {len(ids)} replica(s), but this "
-                    "is not consistent with previous partitions, which have 1 replica(s).")
-    return None
-
-
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = ctx.broker.topics
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.broker.cluster
     counts = Counter(t.name for t in req.topics)
+    timeout_s = max(0, req.timeout_ms) / 1000
     results = []
     for t in req.topics:
         if counts[t.name] > 1:
@@ -45,15 +27,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if not authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
             results.append(_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
+        if cluster.not_controller():  # ZooKeeper mode: the controller grows topics
+            results.append(_result(t.name, ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this "
+                                                                     "cluster."))
+            continue
         try:
-            topic = topics.check_add_partitions(t.name, t.count)
-            if t.assignments is not None:
-                error = _check_assignments(ctx, t.assignments, len(topic.partitions), t.count)
-                if error:
-                    results.append(_result(t.name, ErrorCode.INVALID_REPLICA_ASSIGNMENT, error))
-                    continue
-            if not req.validate_only:
-                topics.add_partitions(t.name, t.count, now_ms=ctx.broker.now_ms())
+            assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+            await cluster.create_partitions(t.name, t.count, assignments, validate_only=req.validate_only,
+                                            timeout_s=timeout_s)
         except TopicError as exc:
             results.append(_result(t.name, ErrorCode[exc.error], exc.message))
             continue

@@ -14,10 +14,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     await groups.loaded.wait()
     names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
-    errors = groups.coordinator.delete_groups([g for g in req.groups_names if g is None or g in deletable],
-                                              ctx.broker.now_ms())
+    elsewhere = {g: e for g in deletable if (e := groups.error_for(g))}  # coordinated by another broker
+    errors = groups.coordinator.delete_groups([g for g in req.groups_names if g is None or
+                                               (g in deletable and g not in elsewhere)], ctx.broker.now_ms())
+    errors.update(elsewhere)
     groups.changed()
     for group_id in errors:
-        await groups.durable(group_id)
+        if group_id not in elsewhere:
+            await groups.durable(group_id)
     errors.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in deletable})
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": errors[g]} for g in req.groups_names]}

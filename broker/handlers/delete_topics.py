@@ -15,7 +15,9 @@ ZERO_UUID = uuid.UUID(int=0)
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     topics = ctx.broker.topics
+    cluster = ctx.broker.cluster
     version = ctx.header.api_version
+    timeout_s = max(0, req.timeout_ms) / 1000
     wanted = [(t.name, t.topic_id) for t in req.topics] if version >= 6 else \
         [(name, ZERO_UUID) for name in req.topic_names]
     results = []
@@ -37,20 +39,21 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                             "error_message": "Authorization failed."})
             continue
+        if cluster.not_controller():  # ZooKeeper mode: the controller deletes topics
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.NOT_CONTROLLER,
+                            "error_message": "This is not the correct controller for this cluster."})
+            continue
         try:
-            topic = topics.delete(name)
+            deleted_id = await cluster.delete_topic(name, timeout_s)
         except TopicError as exc:
             results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode[exc.error],
                             "error_message": exc.message})
             continue
         deleted.append(name)
-        results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
+        results.append({"name": name, "topic_id": deleted_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
-    if deleted:
+    if deleted and ctx.broker.replicas is None:  # a cluster's brokers each do it when the topic goes
         groups = ctx.broker.groups
         await groups.loaded.wait()
-        changed = groups.coordinator.topics_deleted(deleted, ctx.broker.now_ms())
-        groups.changed()
-        for group_id in changed:
-            await groups.durable(group_id)
+        await groups.forget_topics(deleted)
     return {"throttle_time_ms": 0, "responses": results}

@@ -24,8 +24,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue
-        if not groups.loaded.is_set():
-            out.append({"error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "group_id": group_id,
+        not_here = groups.error_for(group_id)
+        if not_here:
+            out.append({"error_code": not_here, "group_id": group_id,
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue

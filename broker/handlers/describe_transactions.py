@@ -15,7 +15,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     states = []
     for txn_id in req.transactional_ids:
         allowed = authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id)
-        txn = txns.coordinator.describe(txn_id) if allowed else None
+        not_here = txns.error_for(txn_id) if allowed else None
+        txn = txns.coordinator.describe(txn_id) if allowed and not not_here else None
+        if not_here:
+            states.append({"error_code": not_here, "transactional_id": txn_id, "transaction_state": "",
+                           "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
+                           "producer_epoch": -1, "topics": []})
+            continue
         if txn is None:
             states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if allowed
                            else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": txn_id,

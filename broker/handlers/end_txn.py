@@ -14,6 +14,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     txns = ctx.broker.txns
     await txns.loaded.wait()
+    not_here = txns.error_for(req.transactional_id)
+    if not_here:
+        return {"throttle_time_ms": 0, "error_code": not_here}
     outcome = txns.coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
                                        bool(req.committed), ctx.broker.now_ms())
     error = await txns.apply(outcome.transit, outcome.error)

@@ -25,6 +25,7 @@ from typing import Any
 import trio
 
 from broker.handlers.context import RequestContext
+from broker.handlers.leader_hints import add_leader_hints
 from broker.log.partition_log import OffsetOutOfRangeError
 from broker.security.access import AclOperation, ResourceType, authorized, cluster_authorized
 from protocol.header import ErrorCode
@@ -151,8 +152,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             await woken.wait()
     if version < DOWN_CONVERT_BELOW:
         _down_convert(ctx, req, responses)
+    nodes = []
+    if any_error and broker.replicas is not None:
+        names = {t["topic_id"]: t["topic"] for t in responses}
+        if version >= 13:
+            names = {tid: (found.name if (found := broker.topics.get_by_id(tid)) else None) for tid in names}
+        nodes = add_leader_hints(ctx, ((names[t["topic_id"]] if version >= 13 else t["topic"], p, "partition_index")
+                                       for t in responses for p in t["partitions"]))
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses,
-            "node_endpoints": []}
+            "node_endpoints": nodes}
 
 
 def _down_convert(ctx: RequestContext, req: Any, responses: list[dict[str, Any]]) -> None:

@@ -13,8 +13,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     groups = ctx.broker.groups
-    if not groups.loaded.is_set():
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+    not_here = groups.error_for(req.group_id)  # NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
+    if not_here:
+        return {"throttle_time_ms": 0, "error_code": not_here}
     error = groups.coordinator.heartbeat(
         group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
         group_instance_id=req.group_instance_id if ctx.header.api_version >= 3 else None,

@@ -8,5 +8,5 @@ from broker.handlers.alter_configs import alter
 from broker.handlers.context import RequestContext
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    return alter(ctx, req, incremental=True)
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return await alter(ctx, req, incremental=True)

@@ -11,8 +11,11 @@ from broker.handlers.control import control_error
 from protocol.header import ErrorCode
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error = control_error(ctx, req)
+    if not error:
+        await ctx.broker.cluster.ensure_topic_configs(t.topic_name for t in req.topic_states)
+        error = control_error(ctx, req)  # a newer controller may have spoken meanwhile
     results = {} if error else ctx.broker.replicas.apply_leader_and_isr(req)
     topics = []
     for topic_state in req.topic_states:

@@ -96,10 +96,12 @@ def topic_error(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UU
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
-def partition_metadata(p: Partition) -> dict[str, Any]:
-    """A partition as Metadata describes it: no leader is LEADER_NOT_AVAILABLE (offline, or being elected)."""
-    return {"error_code": ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-            "partition_index": p.index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+def partition_metadata(p: Partition, alive: Any) -> dict[str, Any]:
+    """A partition as Metadata describes it (Kafka's MetadataCache): a leader that is not a live broker
+    (offline, or being elected) is LEADER_NOT_AVAILABLE with leader -1."""
+    leader = p.leader if p.leader >= 0 and alive(p.leader) else -1
+    return {"error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": p.index, "leader_id": leader, "leader_epoch": p.leader_epoch,
             "replica_nodes": p.replicas, "isr_nodes": p.isr, "offline_replicas": p.offline_replicas}
 
 
@@ -109,7 +111,7 @@ def topic_metadata(ctx: RequestContext, topic: Topic, include_ops: bool) -> dict
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": [partition_metadata(p) for p in topic.partitions],
+        "partitions": [partition_metadata(p, ctx.broker.cluster.is_alive) for p in topic.partitions],
         "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, topic.name)
         if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     }

@@ -21,6 +21,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     groups = broker.groups
     await groups.loaded.wait()
+    not_here = groups.error_for(req.group_id) if version > 0 else None
     now = broker.now_ms()
     # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
     retention = req.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION
@@ -38,6 +39,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             tp = (t.name, p.partition_index)
             if not group_ok:
                 errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if not_here:
+                errors[tp] = not_here
                 continue
             if t.name not in readable:
                 errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -62,7 +66,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             group_instance_id=req.group_instance_id if version >= 7 else None, offsets=offsets,
             api_version=version, now_ms=now))
         groups.changed()
-        await groups.durable(req.group_id)
+        stored = await groups.durable(req.group_id)
+        if stored:
+            errors.update((tp, stored) for tp, e in errors.items() if e == ErrorCode.NONE and tp in offsets)
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": errors[(t.name, p.partition_index)]}

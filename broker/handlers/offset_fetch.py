@@ -47,9 +47,7 @@ def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: boo
 def _group_error(ctx: RequestContext, group_id: str) -> ErrorCode:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    if not ctx.broker.groups.loaded.is_set():
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    return ErrorCode.NONE
+    return ctx.broker.groups.error_for(group_id) or ErrorCode.NONE
 
 
 def _legacy(ctx: RequestContext, req: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 import trio
 
 from broker.handlers.context import RequestContext
+from broker.handlers.leader_hints import add_leader_hints
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
@@ -111,10 +112,13 @@ def verify_transaction(broker: Any, transactional_id: str | None, partition: Par
     transaction at this epoch on the partition (its first batch there): the transaction coordinator (this
     broker's, asked synchronously, so nothing can change between the check and the append) must have the
     partition in the producer's ongoing transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH)."""
-    if not broker.config.transaction_partition_verification_enable:
+    if not broker.config.transaction_partition_verification_enable or transactional_id is None:
         return ErrorCode.NONE
-    return broker.txns.coordinator.producer_in_transaction(producer_id, producer_epoch,
-                                                          (partition.topic, partition.index))
+    txns = broker.txns
+    if txns.error_for(transactional_id):
+        # In a cluster the coordinator is usually another broker: not verified here (as before KIP-890).
+        return ErrorCode.NONE
+    return txns.coordinator.producer_in_transaction(producer_id, producer_epoch, (partition.topic, partition.index))
 
 
 def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, Any]]:
@@ -179,18 +183,12 @@ def _append_legacy(partition: Partition, pdata: Any, now: int) -> tuple[dict[str
 
 async def _durable(broker: Any, partition: Partition, offset: int, response: dict[str, Any],
                    timeout_s: float) -> None:
-    """acks=all: wait for the fdatasync covering `offset` (a failed one is KAFKA_STORAGE_ERROR) and, for a
-    replicated partition, for every in-sync replica to have it (the high watermark past it)."""
-    try:
-        await broker.flusher.wait_durable(partition.log, offset)
-    except OSError as exc:
-        response.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=f"fsync failed: {exc}",
-                        base_offset=-1, log_append_time_ms=-1)
-        return
-    if partition.replicated_hw is not None:
-        error = await broker.replicas.wait_replicated(partition, offset, timeout_s)
-        if error:
-            response.update(error_code=error, base_offset=-1, log_append_time_ms=-1)
+    """acks=all: the fdatasync covering `offset` and, for a replicated partition, every in-sync replica; an
+    error (KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS_AFTER_APPEND, ...) replaces the answer."""
+    error = await broker.durability.wait(partition, offset, timeout_s)
+    if error:
+        message = "fsync failed" if error == ErrorCode.KAFKA_STORAGE_ERROR else None
+        response.update(error_code=error, error_message=message, base_offset=-1, log_append_time_ms=-1)
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
@@ -247,8 +245,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                 partitions.append(response)
                 continue
             error, message = validate(pdata.records, version, log.config.max_message_bytes)
-            if not error and acks == -1 and partition.replicated_hw is not None:
-                error = broker.replicas.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
+            if not error and acks == -1:
+                error = broker.durability.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
                 message = None
             if error:
                 partitions.append(_response(pdata.index, error, message, log_start_offset=log.log_start_offset))
@@ -308,8 +306,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                              header.last_offset_delta, result.base_offset, timestamp, is_transactional)
             response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
                                  result.log_append_time, result.log_start_offset)
-            if partition.replicated_hw is not None:
-                broker.replicas.leader_appended(partition)
+            broker.durability.appended(partition)
             if acks == -1:
                 waits.append((partition, result.last_offset, response))
             partitions.append(response)
@@ -327,4 +324,6 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
                     nursery.start_soon(_durable, broker, *wait, timeout_s)
     if acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": []}
+    nodes = add_leader_hints(ctx, ((t["name"], p, "index") for t in responses for p in t["partition_responses"])) \
+        if broker.replicas is not None else []
+    return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": nodes}

@@ -32,13 +32,19 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not req.group_id:
         return _answer(req, ErrorCode.INVALID_GROUP_ID)
+    not_here = groups.error_for(req.group_id)  # the group's coordinator takes TxnOffsetCommit
+    if not_here:
+        return _answer(req, not_here)
     try:
         offsets_topic = groups.offsets_topic()
     except (TopicError, OSError):
         return _answer(req, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # The group's partition must be in the transaction (AddOffsetsToTxn first), as Kafka verifies.
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
-    error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, partition)
+    # The transaction coordinator's check, where it is this broker (in a cluster it is usually another one,
+    # which the producer has asked with AddOffsetsToTxn already).
+    error = txns.coordinator.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, partition) \
+        if not txns.error_for(req.transactional_id) else ErrorCode.NONE
     if error != ErrorCode.NONE:
         if error == ErrorCode.PRODUCER_FENCED and version < 3:
             error = ErrorCode.INVALID_PRODUCER_EPOCH
@@ -58,5 +64,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             member_id=req.member_id if version >= 3 else "",
             group_instance_id=req.group_instance_id if version >= 3 else None,
             generation_id=req.generation_id if version >= 3 else -1, offsets=known, now_ms=now))
-        await groups.durable(req.group_id)
+        stored = await groups.durable(req.group_id)
+        if stored:
+            errors.update((tp, stored) for tp, e in errors.items() if e == ErrorCode.NONE)
     return _answer(req, errors)

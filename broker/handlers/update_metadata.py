@@ -7,10 +7,14 @@ from typing import Any
 
 from broker.handlers.context import RequestContext
 from broker.handlers.control import control_error
+from protocol.header import ErrorCode
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error = control_error(ctx, req)
     if not error:
+        await ctx.broker.cluster.ensure_topic_configs(t.topic_name for t in req.topic_states)
+        if control_error(ctx, req):  # a newer controller spoke meanwhile
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
         error = ctx.broker.cluster.apply_update_metadata(req)
     return {"error_code": error}

@@ -60,6 +60,20 @@ class Server:
         assert self.broker is not None
         return self.metrics.render(self.broker, self.connection_count)
 
+    def _inspect(self, route: list[str], query: str) -> object:
+        """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION on the admin endpoint."""
+        from broker.testkit import introspect
+
+        if route == ["topics"]:
+            return introspect.topics(self.broker, "internal=true" in query)
+        if route == ["groups"]:
+            return introspect.groups(self.broker)
+        if route == ["transactions"]:
+            return introspect.transactions(self.broker)
+        if len(route) == 3 and route[0] == "producers" and route[2].isdigit():
+            return introspect.producers(self.broker, route[1], int(route[2]))
+        return None
+
     @property
     def connection_count(self) -> int:
         """Client connections being served now."""
@@ -90,7 +104,7 @@ class Server:
 
                     host, port = parse_host_port(self.config.admin_listen, default_port=0)
                     self.admin_address = await nursery.start(serve, host, port, self.faults, self.broker.now_ms,
-                                                             self.render_metrics)
+                                                             self.render_metrics, self._inspect)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery)
                     if cluster is not None:

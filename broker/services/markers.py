@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.clock import Clock
-from broker.log.flusher import GroupFlusher
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.services.appends import AppendSignal
+from broker.services.durability import Durability
 from broker.services.internal_topics import partition_for
 from broker.services.topics import OFFSETS_TOPIC, Partition, TopicManager
 from protocol.header import ErrorCode
@@ -32,10 +32,10 @@ Marker = tuple[int, int, bool, int, Mapping[str, Sequence[int]]]
 
 
 class MarkerWriter:
-    def __init__(self, topics: TopicManager, flusher: GroupFlusher, appends: AppendSignal, clock: Clock,
+    def __init__(self, topics: TopicManager, durability: Durability, appends: AppendSignal, clock: Clock,
                  groups: Callable[[], GroupService]) -> None:
         self.topics = topics
-        self.flusher = flusher
+        self.durability = durability
         self.appends = appends
         self.clock = clock
         self._groups = groups  # built on first use (see broker.app): only offsets markers need it
@@ -60,6 +60,7 @@ class MarkerWriter:
         timestamp = result.log_append_time if result.log_append_time != -1 else now_ms
         producers.complete_txn(producer_id, producer_epoch, commit, coordinator_epoch, result.base_offset,
                                timestamp)
+        self.durability.appended(partition)
         self.appends.notify()
         return ErrorCode.NONE, result.base_offset
 
@@ -80,18 +81,17 @@ class MarkerWriter:
                                                        now)
                     results[(name, index)] = error
                     if error == ErrorCode.NONE:
-                        durable.append((partition.log, offset, (name, index)))
+                        durable.append((partition, offset, (name, index)))
                         if name == OFFSETS_TOPIC:
                             # Transactional offset commits become visible (or vanish) with the marker.
                             count = len(topic.partitions)
                             self._groups().coordinator.complete_txn(
                                 producer_id, commit, lambda g, i=index, n=count: partition_for(g, n) == i)
 
-        async def wait(plog: Any, offset: int, key: tuple[str, int]) -> None:
-            try:
-                await self.flusher.wait_durable(plog, offset)
-            except OSError:
-                results[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        async def wait(partition: Partition, offset: int, key: tuple[str, int]) -> None:
+            error = await self.durability.wait(partition, offset)
+            if error:
+                results[key] = error
 
         if len(durable) == 1:
             await wait(*durable[0])

@@ -50,6 +50,9 @@ class SingleNode:
         """The live brokers, at their addresses for the listener the client came in on (`endpoint`)."""
         return [Node(self.node_id, endpoint.host, endpoint.port, self.rack)]
 
+    def is_alive(self, node_id: int) -> bool:
+        return node_id == self.node_id
+
     def node(self, node_id: int, endpoint: Any) -> Node | None:
         return Node(self.node_id, endpoint.host, endpoint.port, self.rack) if node_id == self.node_id else None
 
@@ -81,3 +84,76 @@ class SingleNode:
             return CreatedTopic(None, num_partitions, 1, overrides)
         topic = self.topics.create(name, num_partitions, replication_factor, configs, now_ms=self.clock.now_ms())
         return CreatedTopic(topic.topic_id, len(topic.partitions), 1, topic.configs)
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool
+                            ) -> dict[tuple[str, int], ErrorCode]:
+        """Every partition of a single broker has its only replica as leader."""
+        if partitions is None:
+            partitions = [(t.name, p.index) for t in self.topics if not t.is_internal for p in t.partitions]
+        return {tp: ErrorCode.ELECTION_NOT_NEEDED if self.topics.partition(*tp) is not None
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions}
+
+    async def alter_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
+                                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """The only replica list a partition of a single broker can have is [this broker]: done at once."""
+        out: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        for tp, replicas in targets.items():
+            if self.topics.partition(*tp) is None:
+                out[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+            elif replicas is None:
+                out[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress for this partition.")
+            elif replicas != [self.node_id]:
+                out[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "The manual partition assignment includes broker(s) that are not registered or a "
+                           f"replication factor other than 1: {replicas}")
+            else:
+                out[tp] = (ErrorCode.NONE, None)
+        return out
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        return {}  # none is ever in progress
+
+    async def delete_topic(self, name: str, timeout_s: float = 30.0) -> uuid.UUID:
+        """DeleteTopics; raises TopicError."""
+        return self.topics.delete(name).topic_id
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None, *,
+                                validate_only: bool = False, timeout_s: float = 30.0) -> None:
+        """CreatePartitions; raises TopicError (new replicas can only be this broker)."""
+        topic = self.topics.check_add_partitions(name, count)
+        if assignments is not None:
+            _check_new_assignments(assignments, len(topic.partitions), count, {self.node_id}, 1)
+        if not validate_only:
+            self.topics.add_partitions(name, count, now_ms=self.clock.now_ms())
+
+    async def topic_overrides(self, name: str) -> dict[str, str] | None:
+        """The topic's config overrides; None when there is no such topic."""
+        topic = self.topics.get(name)
+        return None if topic is None else dict(topic.configs)
+
+    async def alter_topic_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+                                  ) -> None:
+        """A topic's whole set of config overrides; raises TopicError."""
+        self.topics.alter_configs(name, overrides, validate_only=validate_only)
+
+
+def _check_new_assignments(assignments: list[list[int]], current: int, count: int, brokers: set[int],
+                           replication_factor: int) -> None:
+    """Kafka's checks of the replicas given for new partitions (CreatePartitions); raises TopicError."""
+    if len(assignments) != count - current:
+        raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                         f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
+                         "assignment(s) were specified.")
+    for ids in assignments:
+        if not ids:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", "Replica assignment of a partition must not be empty.")
+        if len(set(ids)) != len(ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", f"Duplicate brokers in replica assignment: {ids}")
+        if any(b not in brokers for b in ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes broker(s) that are not registered: {ids}")
+        if len(ids) != replication_factor:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), but "
+                             f"this is not consistent with previous partitions, which have {replication_factor} "
+                             "replica(s).")

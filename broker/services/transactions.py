@@ -12,16 +12,16 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import trio
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
-from broker.log.flusher import GroupFlusher
 from broker.services.appends import AppendSignal
-from broker.services.internal_topics import internal_topic, partition_for, stored_batches
-from broker.services.markers import MarkerWriter
+from broker.services.durability import Durability
+from broker.services.internal_topics import partition_for, stored_batches
 from broker.services.producer_ids import ProducerIds
 from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError, TopicManager
 from coordinator.txn import (
@@ -46,7 +46,6 @@ from protocol.txn_records import (
 
 log = logging.getLogger(__name__)
 
-COORDINATOR_EPOCH = 0  # the leader epoch of our `__transaction_state` partitions: always 0 on one broker
 _MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)
 _END_TXN_WAIT_S = 5.0  # longest EndTxn waits for the markers (then answers; they go on in the background)
 # Errors after which a partition's marker is not retried (Kafka's TransactionMarkerRequestCompletionHandler).
@@ -82,15 +81,25 @@ def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
 
 
 class TxnService:
-    def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, flusher: GroupFlusher,
-                 appends: AppendSignal, producer_ids: ProducerIds, markers: MarkerWriter) -> None:
+    def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, durability: Durability,
+                 appends: AppendSignal, producer_ids: ProducerIds, markers: Any,
+                 internal_topic: Callable[[str], Topic | ErrorCode], *, per_partition: bool = False) -> None:
+        """`markers.write(markers)`: WriteTxnMarkers to each partition's leader (services.markers for this
+        broker's partitions; in a cluster, broker.cluster.markers sends the others over the network).
+        `per_partition`: in a cluster, this broker coordinates the transactional ids of the
+        `__transaction_state` partitions it leads (`on_partition`), the leader epoch being the coordinator
+        epoch the markers carry; a single broker coordinates every id, at epoch 0."""
         self.config = config
         self.topics = topics
         self.clock = clock
-        self.flusher = flusher
+        self.durability = durability
         self.appends = appends
         self.producer_ids = producer_ids
         self.markers = markers
+        self._internal_topic = internal_topic
+        self.per_partition = per_partition
+        self.owned: dict[int, int] = {}  # partitions of __transaction_state loaded here -> leader epoch
+        self.loading: dict[int, int] = {}
         c = config
         self.coordinator = TransactionCoordinator(TxnConfig(max_timeout_ms=c.transaction_max_timeout_ms,
                                                             id_expiration_ms=c.transactional_id_expiration_ms))
@@ -100,12 +109,79 @@ class TxnService:
 
     # -- the state topic -----------------------------------------------------------------------------
     def state_topic(self) -> Topic:
-        """`__transaction_state`, created on first use."""
-        return internal_topic(self.topics, TRANSACTION_STATE_TOPIC, self.clock.now_ms())
+        """`__transaction_state`, created on first use; TopicError(COORDINATOR_NOT_AVAILABLE) while a cluster
+        creates it."""
+        topic = self._internal_topic(TRANSACTION_STATE_TOPIC)
+        if isinstance(topic, ErrorCode):
+            raise TopicError("COORDINATOR_NOT_AVAILABLE", "The coordinator is not available.")
+        return topic
 
     def partition_of(self, transactional_id: str) -> Partition:
         topic = self.state_topic()
         return topic.partitions[partition_for(transactional_id, len(topic.partitions))]
+
+    def error_for(self, transactional_id: str) -> ErrorCode | None:
+        """Whether this broker coordinates the transactional id now (NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE otherwise)."""
+        if not self.per_partition:
+            return None if self.loaded.is_set() else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None or not topic.partitions:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        index = partition_for(transactional_id, len(topic.partitions))
+        if index in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if index not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """The coordinator epoch markers carry: the leader epoch of the id's partition (0 on one broker)."""
+        if not self.per_partition:
+            return 0
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        return self.owned.get(partition_for(transactional_id, len(topic.partitions)), 0) if topic else 0
+
+    def on_partition(self, index: int, leader_epoch: int | None) -> None:
+        """This broker became the leader of a partition of `__transaction_state` (its ids are loaded, and the
+        transactions it finds in Prepare* get their markers), or stopped being it (they are forgotten here)."""
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        count = len(topic.partitions) if topic is not None else 0
+        if leader_epoch is None:
+            self.owned.pop(index, None)
+            self.loading.pop(index, None)
+            gone = self.coordinator.unload(lambda txn_id: partition_for(txn_id, count) == index)
+            if gone:
+                log.info("%s-%d moved: %d transactional id(s) unloaded", TRANSACTION_STATE_TOPIC, index, gone)
+            return
+        if self.owned.get(index) == leader_epoch or self.loading.get(index) == leader_epoch:
+            return
+        self.owned.pop(index, None)
+        self.loading[index] = leader_epoch
+        if self._nursery is not None:
+            self._nursery.start_soon(self._load_partition, index, leader_epoch)
+
+    async def _load_partition(self, index: int, leader_epoch: int) -> None:
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        partition = topic.partitions[index] if topic is not None and index < len(topic.partitions) else None
+        if partition is None or partition.log is None or self.loading.get(index) != leader_epoch:
+            return
+        count = len(topic.partitions)
+        self.coordinator.unload(lambda txn_id: partition_for(txn_id, count) == index)
+        for txn_id, value in _replay(partition):
+            self.coordinator.load(None if value is None else transit_from_value(txn_id, value), txn_id)
+        if self.loading.get(index) != leader_epoch:
+            return
+        del self.loading[index]
+        self.owned[index] = leader_epoch
+        log.info("loaded the transactional ids of %s-%d (leader epoch %d)", TRANSACTION_STATE_TOPIC, index,
+                 leader_epoch)
+        for transit in self.coordinator.pending_markers():
+            if partition_for(transit.transactional_id, count) == index:
+                log.info("transaction %s: completing %s (coordinator moved here)", transit.transactional_id,
+                         transit.state.value)
+                self._start_markers(transit)
+        self._wake.set()
 
     async def write(self, transit: TxnTransit, *, durable: bool = True) -> None:
         """Append the transit and wait until it is durable; complete it then, or abandon it on failure.
@@ -115,18 +191,27 @@ class TxnService:
         except (TopicError, OSError) as exc:
             self.coordinator.abandon(transit)
             raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+        if partition.log is None:
+            self.coordinator.abandon(transit)
+            raise TxnWriteError(ErrorCode.NOT_COORDINATOR, f"{TRANSACTION_STATE_TOPIC}-{partition.index} moved")
         value = None if transit.state is TxnState.DEAD else transit_value(transit)
         batch = build_batch([LogRecord(0, 0, encode_txn_key(TxnKey(transit.transactional_id)), value)],
                             base_timestamp=transit.update_ms)
         try:
             result = partition.log.append(batch, now_ms=self.clock.now_ms())
-            self.appends.notify()
-            if durable:
-                await self.flusher.wait_durable(partition.log, result.last_offset)
         except OSError as exc:
             self.coordinator.abandon(transit)
             log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value, exc)
             raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+        self.durability.appended(partition)
+        self.appends.notify()
+        if durable:
+            error = await self.durability.wait(partition, result.last_offset)
+            if error:
+                self.coordinator.abandon(transit)
+                log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value,
+                          error.name)
+                raise TxnWriteError(_STATE_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE), error.name)
         self.coordinator.complete(transit)
         self._wake.set()
 
@@ -134,6 +219,9 @@ class TxnService:
     async def init_producer_id(self, transactional_id: str, timeout_ms: int,
                                expected: tuple[int, int] | None) -> InitResult:
         await self.loaded.wait()
+        not_here = self.error_for(transactional_id)
+        if not_here:
+            return InitResult(not_here)
         new_pid = None
         if self.coordinator.needs_new_producer_id(transactional_id, expected[1] if expected else None):
             error, new_pid = await self.producer_ids.new_id()
@@ -193,7 +281,8 @@ class TxnService:
         delays = iter(_MARKER_RETRY_S)
         while remaining:
             results = await self.markers.write([(transit.producer_id, transit.producer_epoch, commit,
-                                                 COORDINATOR_EPOCH, dict(remaining))])
+                                                 self.coordinator_epoch(transit.transactional_id),
+                                                 dict(remaining))])
             retry: dict[str, list[int]] = defaultdict(list)
             for (topic, index), error in results.items():
                 if error == ErrorCode.NONE:
@@ -223,7 +312,12 @@ class TxnService:
         expired ids."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self.load()
+            if self.per_partition:
+                self.loaded.set()
+                for index, epoch in sorted(self.loading.items()):  # leaderships taken before the service ran
+                    nursery.start_soon(self._load_partition, index, epoch)
+            else:
+                self.load()
             for transit in self.coordinator.pending_markers():
                 log.info("transaction %s: completing %s after restart", transit.transactional_id,
                          transit.state.value)
@@ -266,6 +360,13 @@ class TxnService:
 
     def changed(self) -> None:
         self._wake.set()
+
+
+# Kafka's TransactionStateManager: an append's error as the coordinator answers it.
+_STATE_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
 
 
 def _replay(partition: Partition) -> Iterator[tuple[str, TxnValue | None]]:

@@ -9,6 +9,8 @@ the broker from outside Python.
     DELETE /faults          remove all
     GET    /health          "ok"
     GET    /metrics         Prometheus metrics (text exposition format, broker/testkit/metrics.py)
+    GET    /topics          introspection (broker/testkit/introspect.py), as BrokerThread.topics() gives it;
+    GET    /topics?internal=true   likewise /groups, /transactions and /producers/TOPIC/PARTITION
 
 HTTP/1.1 with one request per connection; a small, local tool, not a general web server.
 """
@@ -65,7 +67,9 @@ def handle(method: str, path: str, body: bytes, faults: FaultInjector, now_ms: i
 
 
 async def serve(host: str, port: int, faults: FaultInjector, now_ms: Any, metrics: Any = None,
+                inspect: Any = None,
                 task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
+    """`inspect(path, query)`: the introspection answer for GET /topics, /groups, ... (None: not found)."""
     listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()[:2]
     log.info("admin endpoint on http://%s:%d", *address)
@@ -75,14 +79,15 @@ async def serve(host: str, port: int, faults: FaultInjector, now_ms: Any, metric
         async with stream:
             try:
                 with trio.move_on_after(10):
-                    await _exchange(stream, faults, now_ms, metrics)
+                    await _exchange(stream, faults, now_ms, metrics, inspect)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
     await trio.serve_listeners(one, listeners)
 
 
-async def _exchange(stream: trio.SocketStream, faults: FaultInjector, now_ms: Any, metrics: Any) -> None:
+async def _exchange(stream: trio.SocketStream, faults: FaultInjector, now_ms: Any, metrics: Any,
+                    inspect: Any = None) -> None:
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = await stream.receive_some(4096)
@@ -114,6 +119,12 @@ async def _exchange(stream: trio.SocketStream, faults: FaultInjector, now_ms: An
         await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
                               b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(text) + text)
         return
+    if method == "GET" and inspect is not None:
+        route, _, query = path.partition("?")
+        found = inspect([p for p in route.split("/") if p], query)
+        if found is not None:
+            await _respond(stream, 200, found)
+            return
     status, payload = handle(method, path, body[:length], faults, now_ms())
     await _respond(stream, status, payload)
 

@@ -299,10 +299,12 @@ class BrokerThread:
 
 
 _READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
+_ADMIN = re.compile(r"admin (http://\S+?)\)")
 
 
 class BrokerProcess:
-    """`python -m broker` in a child process: for SIGKILL and restart tests."""
+    """`python -m broker` in a child process: for SIGKILL and restart tests. Started with
+    `--admin-listen`, its fault rules and introspection are reachable as on a BrokerThread (over HTTP)."""
 
     def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0) -> None:
         self.data_dir = Path(data_dir)
@@ -310,6 +312,7 @@ class BrokerProcess:
         self.port = port
         self.proc: subprocess.Popen[str] | None = None
         self.log_lines: list[str] = []
+        self.admin_url: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -328,6 +331,8 @@ class BrokerProcess:
                 m = _READY.search(line)
                 if m and not ready.is_set():
                     self.port = int(m.group(2))
+                    admin = _ADMIN.search(line)
+                    self.admin_url = admin.group(1) if admin else None
                     ready.set()
             ready.set()
 
@@ -346,3 +351,45 @@ class BrokerProcess:
             return 0
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- fault rules and introspection, through the admin endpoint (start with --admin-listen) ------------
+    def _admin(self, method: str, path: str, body: Any = None) -> Any:
+        import json
+        import urllib.request
+
+        if self.admin_url is None:
+            raise RuntimeError("the broker runs without an admin endpoint (--admin-listen)")
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.admin_url + path, data=data, method=method)
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
+    def inject(self, action: str, **rule: Any) -> int:
+        """A fault rule, as BrokerThread.inject; returns its id."""
+        return self._admin("POST", "/faults", {"action": action, **rule})["id"]
+
+    def inject_error(self, api: str | int, error: str | int, count: int | None = 1, **match: Any) -> int:
+        return self.inject("error", api=api, error=error, count=count, **match)
+
+    def faults(self) -> list[dict[str, Any]]:
+        return self._admin("GET", "/faults")
+
+    def clear_faults(self) -> None:
+        self._admin("DELETE", "/faults")
+
+    def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+        return self._admin("GET", "/topics" + ("?internal=true" if include_internal else ""))
+
+    def groups(self) -> dict[str, dict[str, Any]]:
+        return self._admin("GET", "/groups")
+
+    def transactions(self) -> dict[str, dict[str, Any]]:
+        return self._admin("GET", "/transactions")
+
+    def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        return self._admin("GET", f"/producers/{topic}/{partition}")

@@ -32,6 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(**config): BrokerConfig settings for the minibroker fixture "
                                        "broker of this test, e.g. minibroker(kafka_version='3.9')")
+    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=()): the minibroker_cluster fixture's "
+                                       "size and the command-line options of its brokers")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -79,3 +81,42 @@ def minibroker_server(request: pytest.FixtureRequest,
 def minibroker(minibroker_server: BrokerThread) -> str:
     """Bootstrap address ("127.0.0.1:PORT") of a fresh broker for this test."""
     return minibroker_server.bootstrap
+
+
+# Failover within seconds: a killed broker is noticed when its ZooKeeper session expires (Kafka's default is
+# 18 s; ZooKeeper's smallest is 2 ticks, 4 s).
+CLUSTER_DEFAULT_ARGS = ("--fsync", "none", "--override", "zookeeper.session.timeout.ms=6000")
+
+
+@pytest.fixture(scope="session")
+def minibroker_zookeeper() -> Iterator[str]:
+    """A real ZooKeeper for the session ("127.0.0.1:PORT"); each cluster takes a chroot of its own."""
+    from broker.testkit.zookeeper import ZooKeeperServer, available
+
+    if not available():
+        pytest.skip("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
+    server = ZooKeeperServer().start()
+    try:
+        yield server.address
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def minibroker_cluster(request: pytest.FixtureRequest, minibroker_zookeeper: str,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A fresh cluster for this test (broker.testkit.cluster.MinibrokerCluster): 3 brokers (ids 1-3) as
+    child processes on the session's ZooKeeper, with `--fsync none` and a 6 s ZooKeeper session timeout;
+    `@pytest.mark.minibroker_cluster(brokers=N, args=[...])` changes them."""
+    from broker.testkit.cluster import MinibrokerCluster
+
+    marker = request.node.get_closest_marker("minibroker_cluster")
+    options = dict(marker.kwargs) if marker is not None else {}
+    cluster = MinibrokerCluster(tmp_path_factory.mktemp("minibroker-cluster"), options.get("brokers", 3),
+                                zookeeper=minibroker_zookeeper,
+                                extra_args=(*CLUSTER_DEFAULT_ARGS, *options.get("args", ())))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

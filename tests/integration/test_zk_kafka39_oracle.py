@@ -64,10 +64,10 @@ class Cluster:
 
 
 def _result(futures: dict) -> dict:
-    return {k: f.result(30) for k, f in futures.items()}
+    return {k: f.result(120) for k, f in futures.items()}
 
 
-def _wait(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+def _wait(condition: Callable[[], Any], what: str, timeout: float = 120.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -125,7 +125,7 @@ def kafka39(zookeeper, tmp_path_factory):
 
 
 def test_kafka_adopts_the_ids_and_epoch_we_wrote(kafka39):
-    cluster = kafka39.admin.describe_cluster().result(30)
+    cluster = kafka39.admin.describe_cluster().result(120)
     assert cluster.cluster_id == OUR_CLUSTER_ID
     assert [n.id for n in cluster.nodes] == [kafka39.broker_id]  # 1000 + the third number of /brokers/seqid
     assert cluster.controller.id == kafka39.broker_id
@@ -189,7 +189,7 @@ def test_our_decoders_read_every_znode_kafka_wrote(kafka39):
     assert decoded[f"/brokers/ids/{bid}"].broker_id == bid
     topic = decoded["/brokers/topics/k-written"]
     assert topic.replicas() == {0: (bid,), 1: (bid,), 2: (bid,)} and topic.topic_id is not None
-    described = admin.describe_topics(TopicCollection(["k-written"]))["k-written"].result(30)
+    described = admin.describe_topics(TopicCollection(["k-written"]))["k-written"].result(120)
     kafka_id = described.topic_id
     assert topic.topic_id.int == ((kafka_id.get_most_significant_bits() % 2**64) << 64) \
         | (kafka_id.get_least_significant_bits() % 2**64)
@@ -229,7 +229,7 @@ def test_kafka_serves_a_topic_we_created(kafka39):
     partitions = _wait(lambda: (p := _partitions(kafka39.admin, "ours")) and len(p) == 2
                        and all(x.leader == bid for x in p.values()) and p, "Kafka to lead our topic's partitions")
     assert sorted(partitions) == [0, 1]
-    described = kafka39.admin.describe_topics(TopicCollection(["ours"]))["ours"].result(30)
+    described = kafka39.admin.describe_topics(TopicCollection(["ours"]))["ours"].result(120)
     kafka_id = described.topic_id
     assert topic_id.int == ((kafka_id.get_most_significant_bits() % 2**64) << 64) \
         | (kafka_id.get_least_significant_bits() % 2**64)
@@ -300,7 +300,7 @@ def test_kafka_executes_our_reassignment_and_preferred_election(kafka39):
             await KafkaZkClient(fake_session).register_broker(registration)
 
             def shows_our_broker():
-                nodes = {n.id: n for n in admin.describe_cluster().result(30).nodes}
+                nodes = {n.id: n for n in admin.describe_cluster().result(120).nodes}
                 return other in nodes and nodes[other]
 
             node = await trio.to_thread.run_sync(lambda: _wait(shows_our_broker, "our broker in Kafka's Metadata"))
@@ -379,7 +379,7 @@ def test_kafkas_authorizer_loads_the_acls_we_wrote(kafka39):
     def described():
         found = kafka39.admin.describe_acls(AclBindingFilter(
             ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-            AclPermissionType.ANY)).result(30)
+            AclPermissionType.ANY)).result(120)
         return {(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type)
                 for b in found}
 

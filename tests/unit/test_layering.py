@@ -35,12 +35,13 @@ ALLOWED: dict[str, set[str]] = {
     "broker.app": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
                    "broker.services", "broker.cluster"},
     "broker.testkit": {"protocol", "broker.config", "broker.clock"},  # the instruments
-    "broker.server": {"protocol", "broker.app", "broker.handlers", "broker.config", "broker.clock",
-                      "broker.security", "broker.testkit"},
+    "broker.server": {"protocol", "zk", "broker.app", "broker.handlers", "broker.config", "broker.clock",
+                      "broker.security", "broker.cluster", "broker.testkit"},
 }
 # The harness and entry points: above everything (broker.testkit itself: its lazy re-export of the harness).
 TOP = ("broker", "broker.cli", "broker.__main__", "broker.testing", "broker.testkit", "broker.testkit.plugin",
-       "broker.testkit.broker_thread")
+       "broker.testkit.broker_thread", "broker.testkit.cluster", "broker.testkit.wire", "broker.testkit.zookeeper",
+       "broker.testkit.security")
 
 
 def _module_name(path: Path) -> str:

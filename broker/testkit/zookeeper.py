@@ -1,0 +1,87 @@
+"""A real ZooKeeper server (Debian's `zookeeper` package) on a free loopback port, for
+tests: the cluster fixture (broker.testkit.cluster) starts one when it is not given an address."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+JAR = Path("/usr/share/java/zookeeper.jar")
+
+
+def available() -> bool:
+    return JAR.exists() and shutil.which("java") is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ruok(port: int) -> bool:
+    """ZooKeeper answers 'srvr' (whitelisted by default) once it serves clients."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"srvr")
+            return b"Zookeeper version" in s.recv(4096)
+    except OSError:
+        return False
+
+
+class ZooKeeperServer:
+    """Start/stop/restart one standalone server; `address` is "127.0.0.1:PORT"."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="minibroker-zk-"))
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        (self.dir / "data").mkdir()
+        (self.dir / "zoo.cfg").write_text(
+            f"tickTime=2000\ndataDir={self.dir / 'data'}\nclientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n"
+            "maxSessionTimeout=60000\n")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> ZooKeeperServer:
+        log = open(self.dir / "zookeeper.log", "ab")  # noqa: SIM115 - owned by the child process
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.dir), "-cp", CLASSPATH,
+             "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.dir / "zoo.cfg")],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not _ruok(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited: {(self.dir / 'zookeeper.log').read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("ZooKeeper did not start in time")
+            time.sleep(0.1)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

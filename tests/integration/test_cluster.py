@@ -1,0 +1,354 @@
+"""A three-broker cluster on a real ZooKeeper, driven by real clients (issue 21): partitions spread over the
+brokers, leaders killed and restarted, leaders moved under running clients, the controller failing over."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.integration.conftest import wait_until
+
+LEADER_NOT_AVAILABLE = 5
+NOT_ENOUGH_REPLICAS = 19
+
+
+def _produce(bootstrap: str, topic: str, values: list[tuple[int, bytes]], **config: object) -> list[tuple[int, int]]:
+    """(partition, offset) of each acknowledged message, in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **config})
+    acked: list[tuple[int, int]] = []
+    errors: list[object] = []
+
+    def delivered(err: object, msg: object) -> None:
+        if err is None:
+            acked.append((msg.partition(), msg.offset()))
+        else:
+            errors.append(err)
+
+    for partition, value in values:
+        producer.produce(topic, value, partition=partition, on_delivery=delivered)
+    assert producer.flush(60) == 0
+    assert errors == []
+    return acked
+
+
+def _consume(bootstrap: str, topic: str, partitions: list[int], count: int, timeout: float = 60.0
+             ) -> list[tuple[int, int, bytes]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out: list[tuple[int, int, bytes]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                out.append((msg.partition(), msg.offset(), msg.value()))
+    finally:
+        consumer.close()
+    return out
+
+
+def test_partitions_spread_and_every_leader_serves(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=6, replication_factor=1)
+    leaders = {p: cluster.leader(topic_name, p) for p in range(6)}
+    assert set(leaders.values()) == {1, 2, 3}  # Kafka's assignment spreads them round robin
+    values = [(p, f"{p}-{i}".encode()) for i in range(20) for p in range(6)]
+    acked = _produce(cluster.bootstrap, topic_name, values)
+    assert len(acked) == 120
+    got = _consume(cluster.bootstrap, topic_name, list(range(6)), 120)
+    assert sorted(v for _, _, v in got) == sorted(v for _, v in values)
+    # Each broker holds the logs of the partitions it leads, and only those.
+    for broker_id in (1, 2, 3):
+        held = {p["partition"] for p in cluster.broker(broker_id).topics()[topic_name]["partitions"]
+                if "log_end_offset" in p}
+        assert held == {p for p, leader in leaders.items() if leader == broker_id}
+
+
+def test_killed_leader_goes_offline_and_comes_back_with_its_data(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=1)
+    acked = _produce(cluster.bootstrap, topic_name, [(p, b"before-%d" % i) for i in range(10) for p in range(3)])
+    victim = cluster.leader(topic_name, 0)
+    cluster.kill_broker(victim)
+
+    def offline() -> bool:
+        answer = cluster.metadata([topic_name])
+        partition = next(p for p in answer.topics[0].partitions if p.partition_index == 0)
+        return partition.error_code == LEADER_NOT_AVAILABLE and partition.leader_id == -1
+
+    wait_until(offline, timeout=60, message="partition 0 offline")
+    assert victim not in {b.node_id for b in cluster.metadata([]).brokers}
+    cluster.start_broker(victim)
+    assert cluster.wait_leader(topic_name, 0) == victim
+    got = _consume(cluster.bootstrap, topic_name, [0, 1, 2], len(acked))
+    assert sorted((p, o) for p, o, _ in got) == sorted(acked)
+
+
+def test_replicated_partition_fails_over_without_losing_acknowledged_messages(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3, configs={"min.insync.replicas": "2"})
+    cluster.wait_isr(topic_name, 0, 3)
+    acked = _produce(cluster.bootstrap, topic_name, [(0, b"m-%d" % i) for i in range(200)])
+    leader = cluster.leader(topic_name, 0)
+    started = time.monotonic()
+    cluster.kill_broker(leader)
+    new_leader = cluster.wait_leader(topic_name, 0, not_broker=leader)
+    failover_s = time.monotonic() - started
+    assert new_leader != leader and failover_s < 30
+    acked += _produce(cluster.bootstrap, topic_name, [(0, b"after-%d" % i) for i in range(50)])
+    got = _consume(cluster.bootstrap, topic_name, [0], len(acked))
+    assert [o for _, o, _ in got] == list(range(250))  # every acknowledged message, in order, once
+    assert [v for _, _, v in got] == [b"m-%d" % i for i in range(200)] + [b"after-%d" % i for i in range(50)]
+    cluster.start_broker(leader)
+    assert sorted(cluster.wait_isr(topic_name, 0, 3)) == [1, 2, 3]
+
+
+def test_leader_moves_under_a_running_producer_and_consumer(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    cluster.wait_isr(topic_name, 0, 3)
+    stop = threading.Event()
+    acked: list[int] = []
+    errors: list[object] = []
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 2})
+        n = 0
+        while not stop.is_set():
+            producer.produce(topic_name, b"%d" % n, partition=0,
+                             on_delivery=lambda err, msg: errors.append(err) if err else acked.append(msg.offset()))
+            n += 1
+            producer.poll(0.005)
+        assert producer.flush(60) == 0
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    try:
+        wait_until(lambda: len(acked) > 100, timeout=60)
+        first = cluster.leader(topic_name, 0)
+        for target in [b for b in (1, 2, 3) if b != first]:
+            cluster.move_leader(topic_name, 0, target)
+            count = len(acked)
+            wait_until(lambda c=count: len(acked) > c + 50, timeout=60, message="production after the move")
+    finally:
+        stop.set()
+        thread.join(90)
+    assert errors == []
+    got = _consume(cluster.bootstrap, topic_name, [0], len(acked))
+    assert [o for _, o, _ in got] == list(range(len(acked)))
+    assert [int(v) for _, _, v in got] == list(range(len(acked)))  # in order, no duplicate, nothing lost
+
+
+def test_controller_fails_over_and_the_cluster_goes_on(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    old = cluster.controller_id()
+    cluster.kill_broker(old)
+    new = cluster.wait_until(lambda: (c := cluster.controller_id()) not in (-1, old) and c or None, 60,
+                             "a new controller")
+    assert new != old
+    cluster.create_topic(topic_name, partitions=2, replication_factor=2)
+    assert sorted(_produce(cluster.bootstrap, topic_name, [(0, b"a"), (1, b"b")])) == [(0, 0), (1, 0)]
+    cluster.start_broker(old)
+    assert cluster.controller_id() == new  # the old controller came back as a plain broker
+
+
+def test_admin_client_sees_the_cluster(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    described = admin.describe_cluster(request_timeout=30).result()
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    assert described.controller.id == cluster.controller_id()
+    futures = admin.create_topics([__import__("confluent_kafka.admin", fromlist=["NewTopic"]).NewTopic(
+        topic_name, num_partitions=3, replication_factor=3)])
+    futures[topic_name].result(30)
+    topic = admin.list_topics(topic_name, timeout=30).topics[topic_name]
+    assert {len(p.replicas) for p in topic.partitions.values()} == {3}
+    with pytest.raises(KafkaException):  # more replicas than brokers, as Kafka refuses
+        admin.create_topics([__import__("confluent_kafka.admin", fromlist=["NewTopic"]).NewTopic(
+            topic_name + "-x", num_partitions=1, replication_factor=4)])[topic_name + "-x"].result(30)
+
+
+def _coordinator_of(cluster, key: str, key_type: int = 0) -> int:
+    from broker.testkit.wire import WireClient
+
+    with WireClient(cluster.bootstrap, timeout=30) as client:
+        answer = client.request(10, 3, {"key": key, "key_type": key_type})
+    return answer.node_id if answer.error_code == 0 else -1
+
+
+def test_group_moves_when_its_coordinator_dies_and_keeps_its_offsets(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3)
+    values = [(p, b"%d-%d" % (p, i)) for i in range(30) for p in range(3)]
+    _produce(cluster.bootstrap, topic_name, values)
+    group = "billing-" + topic_name
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    consumer.subscribe([topic_name])
+    seen: list[bytes] = []
+    try:
+        while len(seen) < 45:
+            msg = consumer.poll(1)
+            if msg is not None and not msg.error():
+                seen.append(msg.value())
+        consumer.commit(asynchronous=False)
+        committed = {tp.partition: tp.offset for tp in consumer.committed(
+            [TopicPartition(topic_name, p) for p in range(3)], timeout=30)}
+    finally:
+        consumer.close()
+    coordinator = cluster.wait_until(lambda: _coordinator_of(cluster, group) if _coordinator_of(cluster, group) >= 0
+                                     else None, 30, "the group's coordinator")
+    cluster.kill_broker(coordinator)
+    moved = cluster.wait_until(lambda: (c := _coordinator_of(cluster, group)) not in (-1, coordinator) and c or None,
+                               60, "the group's new coordinator")
+    assert moved != coordinator
+    # A new member of the group resumes from the committed offsets: nothing consumed twice, nothing skipped.
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    try:
+        resumed = {tp.partition: tp.offset for tp in consumer.committed(
+            [TopicPartition(topic_name, p) for p in range(3)], timeout=30)}
+        assert resumed == committed
+        consumer.subscribe([topic_name])
+        rest: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) + len(rest) < 90 and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is not None and not msg.error():
+                rest.append(msg.value())
+    finally:
+        consumer.close()
+    assert sorted(seen + rest) == sorted(v for _, v in values)
+
+
+def test_transactions_span_partitions_led_by_three_brokers(minibroker_cluster, topic_name):
+    from tests.integration.txn_helpers import READ_COMMITTED, Reader
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3)
+    leaders = {cluster.leader(topic_name, p) for p in range(3)}
+    assert leaders == {1, 2, 3}
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-" + topic_name})
+    producer.init_transactions(30)
+    for round_, commit in enumerate([True, False, True]):
+        producer.begin_transaction()
+        for p in range(3):
+            producer.produce(topic_name, b"r%d-p%d" % (round_, p), partition=p)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    reader = Reader(cluster.bootstrap, topic_name, range(3), READ_COMMITTED)
+    try:
+        reader.poll_until(lambda: len(reader.records) >= 6, 60, "six committed records")
+        got = reader.records
+    finally:
+        reader.close()
+    assert sorted(v for _, _, v in got) == sorted(b"r%d-p%d" % (r, p) for r in (0, 2) for p in range(3))
+
+
+def test_a_transaction_completes_when_its_coordinator_dies_before_the_markers(minibroker_cluster, topic_name):
+    """EndTxn is answered after PrepareCommit is in the (replicated) transaction log; the coordinator dies with
+    the markers not yet written (held back on every broker): its successor finds PrepareCommit and writes them."""
+    from tests.integration.txn_helpers import READ_COMMITTED, Reader
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3)
+    txn_id = "dying-" + topic_name
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    coordinator = _coordinator_of(cluster, txn_id, key_type=1)
+    for broker_id in (1, 2, 3):  # markers wait 30 s on every broker: the coordinator dies first
+        cluster.broker(broker_id).inject("delay", api="WRITE_TXN_MARKERS", delay_ms=30_000, count=None)
+    producer.begin_transaction()
+    for p in range(3):
+        producer.produce(topic_name, b"p%d" % p, partition=p)
+    done = threading.Event()
+    threading.Thread(target=lambda: (producer.commit_transaction(60), done.set()), daemon=True).start()
+    cluster.wait_until(lambda: cluster.broker(coordinator).transactions().get(txn_id, {}).get("state")
+                       == "PrepareCommit" or None, 30, "PrepareCommit")
+    cluster.kill_broker(coordinator)
+    for broker_id in (1, 2, 3):
+        if broker_id != coordinator:
+            cluster.broker(broker_id).clear_faults()
+    reader = Reader(cluster.bootstrap, topic_name, range(3), READ_COMMITTED)
+    try:
+        reader.poll_until(lambda: len(reader.records) >= 3, 90, "the committed records")
+        got = reader.records
+    finally:
+        reader.close()
+    assert sorted(v for _, _, v in got) == [b"p0", b"p1", b"p2"]
+
+
+def test_acks_all_needs_min_insync_replicas(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3, configs={"min.insync.replicas": "2"})
+    cluster.wait_isr(topic_name, 0, 3)
+    leader = cluster.leader(topic_name, 0)
+    followers = [b for b in (1, 2, 3) if b != leader]
+    cluster.kill_broker(followers[0])
+    cluster.wait_isr(topic_name, 0, 2)
+    assert len(_produce(cluster.bootstrap, topic_name, [(0, b"two in sync")])) == 1
+    cluster.kill_broker(followers[1])
+    cluster.wait_isr(topic_name, 0, 1)
+    # The broker's answer, without a client's retries: NOT_ENOUGH_REPLICAS before the append; acks=1 goes.
+    from protocol.records import Record, build_batch
+    from tests.kafka_wire import WireClient
+
+    batch = build_batch([Record(0, 0, None, b"alone")], base_timestamp=int(time.time() * 1000))
+    with WireClient(cluster.broker(leader).bootstrap) as client:
+        assert client.produce(topic_name, 0, batch, acks=-1).error_code == NOT_ENOUGH_REPLICAS
+        assert client.produce(topic_name, 0, batch, acks=1).error_code == 0
+
+
+def test_controlled_shutdown_moves_leaderships_first(minibroker_cluster, topic_name):
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=6, replication_factor=2)
+    victim = 2
+    led = [p for p in range(6) if cluster.leader(topic_name, p) == victim]
+    assert led
+    for p in range(6):
+        cluster.wait_isr(topic_name, p, 2)
+    assert cluster.stop_broker(victim) == 0
+    # The leaderships moved before the broker went: no partition was left without a leader.
+    assert all(cluster.leader(topic_name, p) not in (-1, victim) for p in range(6))
+
+
+def test_admin_operations_from_any_client(minibroker_cluster, topic_name):
+    """kafka-python's admin client (it finds the controller in Metadata): topic configs, partition growth and
+    deletion reach every broker."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
+
+    cluster = minibroker_cluster
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic_name, 2, 3, topic_configs={"retention.ms": "3600000"})])
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, configs={"retention.ms": "7200000"})])
+        for broker_id in (1, 2, 3):  # every broker's logs follow the change notification
+            cluster.wait_until(lambda b=broker_id: _retention(cluster, b, topic_name) == "7200000" or None, 30,
+                               f"broker {broker_id} applying the config")
+        admin.create_partitions({topic_name: NewPartitions(4)})
+        cluster.wait_until(lambda: len(cluster.metadata([topic_name]).topics[0].partitions) == 4 or None, 30,
+                           "4 partitions")
+        admin.delete_topics([topic_name])
+        cluster.wait_until(lambda: all(topic_name not in cluster.broker(b).topics() for b in (1, 2, 3)) or None, 30,
+                           "the topic gone from every broker")
+    finally:
+        admin.close()
+
+
+def _retention(cluster, broker_id: int, topic: str) -> str | None:
+    """retention.ms of the topic as one broker describes it."""
+    from broker.testkit.wire import WireClient
+
+    with WireClient(cluster.broker(broker_id).bootstrap) as client:
+        answer = client.request(32, 4, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                       "configuration_keys": ["retention.ms"]}],
+                                        "include_synonyms": False, "include_documentation": False})
+    entries = answer.results[0].configs
+    return entries[0].value if entries else None
