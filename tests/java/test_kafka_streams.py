@@ -4,8 +4,8 @@ broker killed (SIGKILL) and restarted on the same data directory and port in the
 output must be exactly 1, 2, ..., n, and the internal topics must have been created with the partitions and
 configs Streams asked for in its CreateTopics requests (read from the broker's protocol trace).
 
-When the cluster exists (a later issue), the same application runs against three brokers with one of them
-killed in the middle; that variant is not written yet."""
+The same application also runs on a cluster of three brokers (every topic replicated three times) with the
+broker that leads its group coordinator killed in the middle."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +63,16 @@ class Lines:
                 return json.loads(line)
 
 
-@pytest.mark.parametrize("profile", [None, "4.1"], ids=["profile-default", "profile-4.1"])
-def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path, profile: str | None) -> None:
+def run_word_count(tmp_path: Path, app: str, bootstrap: str, in_the_middle: Callable[[], None],
+                   *extra: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Runs WordCountCheck, calls `in_the_middle` once a third of the output is there; returns the progress
+    event it was called on and the result."""
     classes = jvm.require(jvm.build, "4.4", jvm.sources())
-    app = f"wordcount-{uuid.uuid4().hex[:8]}"
-    traces = [tmp_path / "trace-1.jsonl", tmp_path / "trace-2.jsonl"]
-    version = ["--kafka-version", profile] if profile else []
-    broker = BrokerProcess(tmp_path / "data", *version, "--trace", str(traces[0])).start()
     stderr = (tmp_path / "streams.log").open("w")
     proc = subprocess.Popen(
-        jvm.command("4.4", classes, "minibroker.streams.WordCountCheck", "--bootstrap", broker.bootstrap,
+        jvm.command("4.4", classes, "minibroker.streams.WordCountCheck", "--bootstrap", bootstrap,
                     "--app-id", app, "--state-dir", str(tmp_path / "state"), "--records", str(RECORDS),
-                    "--words", str(WORDS), "--timeout", "240"),
+                    "--words", str(WORDS), "--timeout", "240", *extra),
         stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:
         lines = Lines(proc)
@@ -86,18 +85,14 @@ def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path, profile: str 
             if event["event"] == "result":
                 result = event
             elif killed_at is None and event["output"] >= RESTART_AT_OUTPUT:
-                broker.kill()
                 killed_at = event
-                broker = BrokerProcess(tmp_path / "data", *version, "--trace", str(traces[1]),
-                                       port=broker.port).start()
+                in_the_middle()
         proc.wait(60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         stderr.close()
-        broker.stop()
-
     assert killed_at is not None, "the broker was never killed"
     # The kill came in the middle: input was still being produced and counted.
     assert killed_at["acked"] < RECORDS and killed_at["output"] < RECORDS, killed_at
@@ -105,9 +100,28 @@ def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path, profile: str 
     assert result["acked"] == RECORDS
     assert result["wrong"] == [], f"{result['wrong']}\nStreams states: {result['states']}\n" + log_tail(tmp_path)
     assert result["output_records"] == RECORDS
-    # Against Kafka a restarted broker costs Streams retries, never a thread: nothing it answers is fatal.
+    # Against Kafka a killed broker costs Streams retries, never a thread: nothing it answers is fatal.
     assert result["replaced_threads"] == 0, f"Streams states: {result['states']}\n" + log_tail(tmp_path)
     assert result["closed"] and result["final_state"] == "NOT_RUNNING", result["states"]
+    return killed_at, result
+
+
+@pytest.mark.parametrize("profile", [None, "4.1"], ids=["profile-default", "profile-4.1"])
+def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path, profile: str | None) -> None:
+    app = f"wordcount-{uuid.uuid4().hex[:8]}"
+    traces = [tmp_path / "trace-1.jsonl", tmp_path / "trace-2.jsonl"]
+    version = ["--kafka-version", profile] if profile else []
+    brokers = [BrokerProcess(tmp_path / "data", *version, "--trace", str(traces[0])).start()]
+
+    def kill_and_restart() -> None:
+        brokers[0].kill()
+        brokers[0] = BrokerProcess(tmp_path / "data", *version, "--trace", str(traces[1]),
+                                   port=brokers[0].port).start()
+
+    try:
+        _, result = run_word_count(tmp_path, app, brokers[0].bootstrap, kill_and_restart)
+    finally:
+        brokers[0].stop()
 
     repartition, changelog = f"{app}-by-word-repartition", f"{app}-counts-changelog"
     described = result["topics"]
@@ -124,6 +138,33 @@ def test_streams_exactly_once_across_a_broker_kill(tmp_path: Path, profile: str 
         {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": "52428800"}
     # Streams deletes the repartition records it has committed (DeleteRecords): the log starts later.
     assert described[repartition]["log_start_offsets"] > 0
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, as Kafka's Utils.abs of it places a group on __consumer_offsets."""
+    units = text.encode("utf-16-be")  # Java hashes UTF-16 code units
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h & 0x7FFFFFFF
+
+
+def test_streams_exactly_once_across_a_broker_kill_in_a_cluster(tmp_path: Path, minibroker_cluster) -> None:
+    """Three brokers, every topic replicated three times; the broker leading the application's group
+    coordinator is SIGKILLed in the middle and stays down."""
+    cluster = minibroker_cluster
+    app = f"wordcount-{uuid.uuid4().hex[:8]}"
+    victim: list[int] = []
+
+    def kill_the_group_coordinator() -> None:
+        victim.append(cluster.leader("__consumer_offsets", java_hash(app) % 50))
+        cluster.kill_broker(victim[0])
+
+    _, result = run_word_count(tmp_path, app, cluster.bootstrap, kill_the_group_coordinator,
+                               "--replication-factor", "3")
+    assert victim
+    assert {name: t["replicas"] for name, t in result["topics"].items()} == {
+        f"{app}-{suffix}": 3 for suffix in ("input", "output", "by-word-repartition", "counts-changelog")}
 
 
 def log_tail(tmp_path: Path, lines: int = 60) -> str:

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -66,11 +67,14 @@ public final class WordCountCheck {
         // The input runs at most this far ahead of the output, so that the broker restarts while both flow.
         long lead = Long.parseLong(opts.getOrDefault("lead", "300"));
         double timeout = Double.parseDouble(opts.getOrDefault("timeout", "180"));
+        // Of the input and output topics and Streams' internal ones (-1: the broker's default).
+        short replication = Short.parseShort(opts.getOrDefault("replication-factor", "-1"));
         String input = app + "-input";
         String output = app + "-output";
 
         try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(input, 3, (short) 1), new NewTopic(output, 3, (short) 1)))
+            admin.createTopics(List.of(new NewTopic(input, Optional.of(3), Optional.of(replication)),
+                            new NewTopic(output, Optional.of(3), Optional.of(replication))))
                     .all().get(30, TimeUnit.SECONDS);
         }
 
@@ -85,6 +89,7 @@ public final class WordCountCheck {
                 StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100,
                 StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0,
                 StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 500,
+                StreamsConfig.REPLICATION_FACTOR_CONFIG, replication,
                 StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName(),
                 StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName()));
         streams.setStateListener((now, before) -> states.add(before + "->" + now));
@@ -250,6 +255,7 @@ public final class WordCountCheck {
                 }
                 out.append(sep).append(json(name)).append(": {\"partitions\": ")
                         .append(descriptions.get(name).partitions().size())
+                        .append(", \"replicas\": ").append(descriptions.get(name).partitions().get(0).replicas().size())
                         .append(", \"log_start_offsets\": ").append(start)
                         .append(", \"configs\": {").append(String.join(", ", set)).append("}}");
                 sep = ", ";
