@@ -1,7 +1,7 @@
 """Apache Kafka's command-line tools (the newest release's, and the 3.9 ones under the 3.9 profile) against the
 fixture broker, run as a user runs them (tests/kafka_tools.py, what `scripts/kafka-tool` runs), their outputs
-checked. kafka-leader-election and kafka-reassign-partitions are checked for what a single broker supports;
-moves between brokers come with the cluster."""
+checked. kafka-leader-election and kafka-reassign-partitions are checked on one broker and on a cluster of
+three (replicas moved, the preferred leader elected)."""
 
 from __future__ import annotations
 
@@ -450,3 +450,44 @@ def test_kafka_tool_wrapper(minibroker):
     listed = subprocess.run([sys.executable, wrapper, "kafka-topics", "--bootstrap-server", minibroker, "--list"],
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
+
+
+def test_kafka_reassign_partitions_and_leader_election_in_a_cluster(minibroker_cluster, tmp_path):
+    """Three brokers: replicas reordered and one removed with kafka-reassign-partitions, then the preferred
+    leader (the first replica) elected with kafka-leader-election."""
+    bootstrap = minibroker_cluster.bootstrap
+    topic = name("moved")
+    tool("kafka-topics", "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "3",
+         bootstrap=bootstrap)
+
+    def assignment() -> list[tuple[str, str, str]]:
+        described = tool("kafka-topics", "--describe", "--topic", topic, bootstrap=bootstrap).stdout
+        return re.findall(r"Partition: \d+\tLeader: (\d+)\tReplicas: ([\d,]+)\tIsr: ([\d,]+)", described)
+
+    before = assignment()
+    assert [len(replicas.split(",")) for _, replicas, _ in before] == [3, 3]
+    assert [leader for leader, replicas, _ in before] == [replicas.split(",")[0] for _, replicas, _ in before]
+    first = before[0][1].split(",")
+    reordered = first[1:] + first[:1]  # the old preferred leader last
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [int(b) for b in reordered]},
+        {"topic": topic, "partition": 1, "replicas": [int(b) for b in before[1][1].split(",")[:2]]}]}))
+    executed = tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute",
+                    bootstrap=bootstrap).stdout
+    assert f"Successfully started partition reassignments for {topic}-0,{topic}-1" in executed
+
+    def completed() -> bool:
+        verified = tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--verify",
+                        bootstrap=bootstrap).stdout
+        return all(f"Reassignment of partition {topic}-{p} is completed." in verified for p in (0, 1))
+
+    minibroker_cluster.wait_until(lambda: completed() or None, what="the reassignment to complete")
+    after = assignment()
+    assert after[0][1] == ",".join(reordered) and after[0][0] == first[0]  # moved, leader not yet
+    assert after[1][1] == ",".join(before[1][1].split(",")[:2]) and len(after[1][2].split(",")) == 2
+
+    elected = tool("kafka-leader-election", "--election-type", "preferred", "--all-topic-partitions",
+                   bootstrap=bootstrap).stdout
+    assert f"Successfully completed leader election (PREFERRED) for partitions {topic}-0" in elected
+    assert assignment()[0][0] == reordered[0]
