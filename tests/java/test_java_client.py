@@ -42,6 +42,15 @@ def test_java_client_through_faults(minibroker_server) -> None:
     assert broker.faults() == []  # every rule was used up
 
 
+def test_java_client_on_a_cluster(minibroker_cluster) -> None:
+    """The producer, transaction and group checks on three brokers: partitions, coordinators and transaction
+    markers spread over them."""
+    results = jvm.require(jvm.run_checks, "4.4", minibroker_cluster.bootstrap,
+                          ["producer.", "transactions.", "consumer."])
+    assert len(results) > 10
+    assert all(r.ok for r in results), jvm.failures(results)
+
+
 def serves(bootstrap: str, api_key: int) -> bool:
     with WireClient(bootstrap) as client:
         answer = client.request(18, 3, {"client_software_name": "minibroker-tests", "client_software_version": "1"})

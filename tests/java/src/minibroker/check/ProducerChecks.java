@@ -40,13 +40,14 @@ final class ProducerChecks {
         String kind = idempotent ? "idempotent" : "plain";
         Map<String, Long> sizes = new HashMap<>();
         try (Admin admin = kafka.admin()) {
-            int broker = admin.describeCluster().nodes().get().iterator().next().id();
+            List<Integer> brokers = new ArrayList<>();
+            admin.describeCluster().nodes().get().forEach(n -> brokers.add(n.id()));
             for (String codec : CODECS) {
                 String topic = kafka.name(kind + "-" + codec);
                 kafka.createTopic(admin, topic, PARTITIONS, null);
                 Map<TopicPartition, List<String>> acked = produce(kafka, topic, codec, idempotent);
                 checkReadBack(kafka, topic, codec, acked);
-                sizes.put(codec, logSize(admin, broker, topic));
+                sizes.put(codec, logSize(admin, brokers, topic));
                 checkProducerState(admin, topic, acked, idempotent);
             }
         }
@@ -129,12 +130,14 @@ final class ProducerChecks {
         }
     }
 
-    static long logSize(Admin admin, int broker, String topic) throws Exception {
-        Map<String, LogDirDescription> dirs = admin.describeLogDirs(List.of(broker)).descriptions().get(broker)
-                .get(30, TimeUnit.SECONDS);
+    /** The topic's size on disk, from every broker's DescribeLogDirs (one replica per partition here). */
+    static long logSize(Admin admin, List<Integer> brokers, String topic) throws Exception {
+        List<LogDirDescription> dirs = new ArrayList<>();
+        admin.describeLogDirs(brokers).allDescriptions().get(30, TimeUnit.SECONDS)
+                .values().forEach(byDir -> dirs.addAll(byDir.values()));
         long size = 0;
         int partitions = 0;
-        for (LogDirDescription dir : dirs.values()) {
+        for (LogDirDescription dir : dirs) {
             for (Map.Entry<TopicPartition, ReplicaInfo> e : dir.replicaInfos().entrySet()) {
                 if (e.getKey().topic().equals(topic)) {
                     size += e.getValue().size();
