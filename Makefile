@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps run test lint bench fuzz soak load pipeline clean bytecode
+.PHONY: install system-deps run cluster test lint bench fuzz soak load pipeline clean bytecode certs
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,16 @@ bytecode: install
 
 run: install bytecode
 	$(PY) -m broker $(ARGS)
+
+# A local cluster: ZooKeeper (Debian's package) and three brokers on localhost:9092-9094, data under
+# data/cluster; Ctrl-C stops it. Broker options: make cluster ARGS="--override min.insync.replicas=2".
+cluster: install system-deps bytecode
+	$(PY) -m broker.testkit.cluster --brokers 3 --port 9092 --data-dir data/cluster -- $(ARGS)
+
+# certs/: a throw-away CA (ca.pem), the broker's key and chain (broker.pem, for localhost and the compose
+# service name) and a client certificate for alice, to try SSL and SASL_SSL listeners (docs/security.md).
+certs: install
+	$(PY) -m broker.testkit.security certs --host localhost --host 127.0.0.1 --host broker-secure --user alice
 
 test: install system-deps
 	$(PY) -m pytest $(PYTEST_ARGS) tests

@@ -35,6 +35,8 @@ def _run_broker(spec: brokers.BrokerSpec, names: list[str], params: Params, repe
         out["idle_rss_kib"].append(broker.idle_rss_kib)
         try:
             for name in names:
+                if SCENARIOS[name].minibroker_only and spec.name != "minibroker":
+                    continue
                 if not broker.alive():
                     result = {"scenario": name, "ok": False, "error": "the broker exited"}
                 else:

@@ -178,16 +178,18 @@ def produce_kafka_python(bootstrap: str, p: Params, prefix: str) -> dict[str, An
             "ok": ok == p.kp_n}
 
 
-def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+def consume(bootstrap: str, p: Params, prefix: str, n: int, size: int, extra: dict | None = None,
+            admin_bootstrap: str | None = None) -> dict[str, Any]:
     """Read n messages produced just before (untimed) with an assigned consumer."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     topic = f"{prefix}-c-{size}-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic, p.partitions)
-    produced = _confluent_produce(bootstrap, topic, n, size, p.partitions)
+    create_topic(admin_bootstrap or bootstrap, topic, p.partitions)
+    produced = _confluent_produce(bootstrap, topic, n, size, p.partitions, extra)
     if not produced["ok"]:
         return {"ok": False, "error": f"producing the input failed: {produced}"}
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-{uuid.uuid4().hex[:8]}",
+                         **(extra or {}),
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          # keep librdkafka fetching rather than pausing on its local queue
                          "queued.min.messages": 10_000_000, "fetch.queue.backoff.ms": 10})
@@ -366,6 +368,44 @@ def group_join(bootstrap: str, p: Params, prefix: str) -> dict[str, Any]:
             "first_message_ms": [round(t, 1) for t in firsts], "ok": True}
 
 
+def _tls(run: Callable[[str, dict, str], dict[str, Any]]) -> dict[str, Any]:
+    """`run(tls_bootstrap, client_settings, plaintext_bootstrap)` against a minibroker of its own with an SSL
+    listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), started as the main
+    one is; its CPU is what the figures count. Compare with the plaintext rows of the same scenario."""
+    import tempfile
+
+    from benchmarks import brokers
+    from broker.testkit.security import main as make_certs
+
+    global BROKER_PID
+    certs = tempfile.mkdtemp(prefix="bench-certs-")
+    make_certs([certs, "--host", "127.0.0.1", "--host", "localhost"])
+    tls_port = brokers.free_port()
+    spec = brokers.minibroker_spec("--listen", f"SSL://127.0.0.1:{tls_port}",
+                                   "-o", f"ssl.keystore.location={certs}/broker.pem")
+    broker = brokers.start(spec)
+    main_pid, BROKER_PID = BROKER_PID, broker.pid
+    try:
+        settings = {"security.protocol": "ssl", "ssl.ca.location": f"{certs}/ca.pem"}
+        return run(f"127.0.0.1:{tls_port}", settings, broker.bootstrap)
+    finally:
+        BROKER_PID = main_pid
+        broker.stop()
+
+
+def produce_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    def run(tls: str, settings: dict, plain: str) -> dict[str, Any]:
+        topic = f"{prefix}-ptls-{size}-{uuid.uuid4().hex[:8]}"
+        create_topic(plain, topic, p.partitions)
+        return _confluent_produce(tls, topic, n, size, p.partitions, settings)
+
+    return _tls(run)
+
+
+def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    return _tls(lambda tls, settings, plain: consume(tls, p, prefix, n, size, settings, admin_bootstrap=plain))
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -373,6 +413,7 @@ class Scenario:
     metric: str  # the headline figure
     unit: str
     higher_is_better: bool
+    minibroker_only: bool = False  # a minibroker feature the other broker is not set up for (TLS)
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -387,6 +428,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("produce_kp_small", produce_kafka_python, "msgs_per_s", "msg/s", True),
     Scenario("consume_small", lambda b, p, x: consume(b, p, x, p.n_small, p.size_small), "msgs_per_s", "msg/s", True),
     Scenario("consume_large", lambda b, p, x: consume(b, p, x, p.n_large, p.size_large), "mb_per_s", "MB/s", True),
+    # The same over TLS (an SSL listener of a minibroker started for it): the cost of encryption.
+    Scenario("produce_large_tls", lambda b, p, x: produce_tls(p, x, p.n_large, p.size_large), "mb_per_s", "MB/s",
+             True, minibroker_only=True),
+    Scenario("consume_large_tls", lambda b, p, x: consume_tls(p, x, p.n_large, p.size_large), "mb_per_s", "MB/s",
+             True, minibroker_only=True),
     # Message format v1 for an old client (Fetch v3, down-converted) against the same client on Fetch v4+.
     Scenario("consume_kp_small", lambda b, p, x: consume_kafka_python(b, p, x, None), "msgs_per_s", "msg/s", True),
     Scenario("consume_kp_old_format", lambda b, p, x: consume_kafka_python(b, p, x, (0, 10, 1)),

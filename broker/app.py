@@ -60,6 +60,8 @@ class Endpoint:
     listener: int = 0  # index in config.listeners
     bound_host: str = ""  # advertised when the listener has no advertised address of its own
     bound_port: int = 0
+    # broker.security.listener_security.ListenerSecurity of an SSL or SASL listener; None: PLAINTEXT
+    security: Any = None
 
 
 class Broker:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import sys
 from pathlib import Path
 
-from broker.config.options import OPTIONS, BrokerConfig, Listener, parse_host_port
+from broker.config.options import OPTIONS, BrokerConfig, Listener, advertise, parse_host_port, parse_listener
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,12 +18,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="A Kafka-wire-compatible broker. Options named like Kafka's go through --override.",
         epilog="Kafka-named options for --override: " + ", ".join(o.kafka_name for o in OPTIONS),
     )
-    p.add_argument("--listen", action="append", metavar="HOST:PORT",
+    p.add_argument("--listen", action="append", metavar="[NAME://]HOST:PORT",
                    help="address to accept clients on (repeatable; default 127.0.0.1:9092; "
-                        "'localhost' binds IPv4 and IPv6)")
-    p.add_argument("--advertised", action="append", metavar="HOST:PORT",
-                   help="address Metadata gives clients for the matching --listen (repeatable, in order; "
-                        "for containers and NAT)")
+                        "'localhost' binds IPv4 and IPv6); NAME is the listener's name, whose security protocol "
+                        "listener.security.protocol.map gives (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL name "
+                        "themselves; no name: PLAINTEXT)")
+    p.add_argument("--advertised", action="append", metavar="[NAME://]HOST:PORT",
+                   help="address Metadata gives clients for the listener of that NAME, or without a name for "
+                        "the matching --listen in order (repeatable; for containers and NAT)")
     p.add_argument("--port", type=int, help="port of the first listener (shorthand)")
     p.add_argument("--data-dir", type=Path, help="directory for logs and state (default ./data)")
     p.add_argument("--broker-id", type=int, help="this broker's node id (default 0)")
@@ -50,30 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     config = BrokerConfig()
+    if args.listen:
+        listeners = []
+        for text in args.listen:
+            name, host, port = parse_listener(text, default_port=9092)
+            listeners.append(Listener(host, port, name=name or "PLAINTEXT"))
+        config.listeners = listeners
     for item in args.override:
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--override takes NAME=VALUE, not {item!r}")
-        config.set_option(name.strip(), value)
-    if args.listen:
-        advertised = args.advertised or []
-        if len(advertised) > len(args.listen):
-            raise ValueError("more --advertised than --listen addresses")
-        listeners = []
-        for i, text in enumerate(args.listen):
-            host, port = parse_host_port(text, default_port=9092)
-            adv_host = adv_port = None
-            if i < len(advertised):
-                adv_host, adv_port = parse_host_port(advertised[i], default_port=port)
-            listeners.append(Listener(host, port, adv_host, adv_port))
-        config.listeners = listeners
-    elif args.advertised:
-        adv_host, adv_port = parse_host_port(args.advertised[0], default_port=9092)
-        config.listeners = [Listener("127.0.0.1", 9092, adv_host, adv_port)]
+        config.set_option(name.strip(), value, validate=False)
+    if args.advertised:
+        config.listeners = advertise(config.listeners, args.advertised)
     if args.port is not None:
         first = config.listeners[0]
-        config.listeners[0] = Listener(first.host, args.port, first.advertised_host,
-                                       first.advertised_port if first.advertised_host else None)
+        config.listeners[0] = dataclasses.replace(first, port=args.port,
+                                                  advertised_port=first.advertised_port if first.advertised_host
+                                                  else None)
     if args.data_dir is not None:
         config.data_dir = args.data_dir
     if args.broker_id is not None:

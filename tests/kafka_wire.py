@@ -15,6 +15,12 @@ from protocol.records import Record, build_batch
 class WireClient(BaseWireClient):
     # --- conveniences ---------------------------------------------------------------------------
 
+    def sasl_plain(self, user: str, password: str, handshake_version: int = 1, version: int = 2) -> Any:
+        """Authenticate on a SASL listener with PLAIN; returns the SaslAuthenticate response."""
+        handshake = self.request(17, handshake_version, {"mechanism": "PLAIN"})
+        assert handshake.error_code == 0, handshake
+        return self.request(36, version, {"auth_bytes": f"\x00{user}\x00{password}".encode()})
+
     def init_producer_id(self, version: int = 4, producer_id: int = -1, epoch: int = -1) -> Any:
         return self.request(22, version, {"transactional_id": None, "transaction_timeout_ms": 60000,
                                           "producer_id": producer_id, "producer_epoch": epoch})

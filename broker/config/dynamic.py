@@ -90,19 +90,20 @@ class DynamicConfigError(ValueError):
 
 
 def listeners_value(listeners: list[Listener], *, advertised: bool) -> str | None:
-    """listeners / advertised.listeners as Kafka writes them (PLAINTEXT://host:port, comma-separated); None
+    """listeners / advertised.listeners as Kafka writes them (NAME://host:port, comma-separated); None
     for advertised.listeners when no listener advertises another address than it binds."""
-    def url(host: str, port: int) -> str:
-        return f"PLAINTEXT://{'[' + host + ']' if ':' in host else host}:{port}"
+    def url(name: str, host: str, port: int) -> str:
+        return f"{name}://{'[' + host + ']' if ':' in host else host}:{port}"
     if not advertised:
-        return ",".join(url(li.host, li.port) for li in listeners)
+        return ",".join(url(li.name, li.host, li.port) for li in listeners)
     if not any(li.advertised_host or li.advertised_port for li in listeners):
         return None
-    return ",".join(url(li.advertised_host or li.host, li.advertised_port or li.port) for li in listeners)
+    return ",".join(url(li.name, li.advertised_host or li.host, li.advertised_port or li.port) for li in listeners)
 
 
 def parse_advertised(value: str, listeners: list[Listener]) -> list[Listener]:
-    """The listeners with the advertised addresses of `value`, one PLAINTEXT endpoint per listener."""
+    """The listeners with the advertised addresses of `value`, one endpoint per listener, in order, each
+    named as its listener."""
     items = [v.strip() for v in value.split(",") if v.strip()]
     if len(items) != len(listeners):
         raise DynamicConfigError(f"{ADVERTISED_LISTENERS} must name one endpoint per listener "
@@ -114,9 +115,10 @@ def parse_advertised(value: str, listeners: list[Listener]) -> list[Listener]:
             raise DynamicConfigError(f"Error creating broker listeners from '{value}': Unable to parse {item} "
                                      "to a broker endpoint")
         name, host, port = match.group(1), match.group(2).strip("[]"), int(match.group(3))
-        if name != "PLAINTEXT":
+        if name.upper() != listener.name:
             raise DynamicConfigError(f"Advertised listener must be specified for each listener, "
-                                     f"unknown listener name {name} (this broker has PLAINTEXT listeners)")
+                                     f"unknown listener name {name} (this broker's listeners, in order: "
+                                     f"{', '.join(li.name for li in listeners)})")
         if not 0 < port <= 65535:
             raise DynamicConfigError(f"port out of range in {item}")
         out.append(dataclasses.replace(listener, advertised_host=host or None, advertised_port=port))

@@ -7,7 +7,7 @@ makes minibroker look like that release. Each range is cut to the versions minib
   them, Fetch v0-3 down-converts to them); the 4.x tables start at Kafka 4's floors (KIP-896), except that
   Kafka 4 still advertises Produce v0-2 and answers them with UNSUPPORTED_VERSION (KAFKA-18659), and so do
   the 4.x profiles;
-- APIs minibroker does not serve are left out (SASL, delegation tokens, client quotas, the controllers'
+- APIs minibroker does not serve are left out (delegation tokens, client quotas, the controllers'
   and replication APIs, the KIP-848 consumer group and KIP-932 share group protocols);
 - EndTxn stops at v4: v5 belongs to transaction.version 2 (KIP-890 part 2), which is not implemented, so
   that feature is not offered either (as on a 4.x cluster that has not enabled it).

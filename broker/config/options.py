@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,61 @@ FSYNC_POLICIES = ("none", "grouped", "always")
 
 @dataclass(frozen=True, slots=True)
 class Listener:
-    """One bound address and the address clients are told to use for it (Metadata)."""
+    """One bound address, the address clients are told to use for it (Metadata), and its name, which
+    `listener.security.protocol.map` maps to a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."""
 
     host: str
     port: int
     advertised_host: str | None = None
     advertised_port: int | None = None
     name: str = "PLAINTEXT"
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+_LISTENER_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def parse_listener(text: str, *, default_port: int | None = None) -> tuple[str | None, str, int]:
+    """`NAME://HOST:PORT` (Kafka's listener form; the name upper-cased) or `HOST:PORT` (no name) ->
+    (name, host, port)."""
+    text = text.strip()
+    name = None
+    if "://" in text:
+        name, _, text = text.partition("://")
+        if not _LISTENER_NAME.fullmatch(name):
+            raise ValueError(f"bad listener name {name!r} (letters, digits and _)")
+        name = name.upper()
+    host, port = parse_host_port(text, default_port=default_port)
+    return name, host, port
+
+
+def parse_protocol_map(text: str) -> dict[str, str]:
+    """`listener.security.protocol.map`: `NAME:PROTOCOL` pairs, comma-separated."""
+    out = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, protocol = item.strip().partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not _LISTENER_NAME.fullmatch(name):
+            raise ValueError(f"listener.security.protocol.map: bad entry {item.strip()!r} (NAME:PROTOCOL)")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(f"listener.security.protocol.map: unknown security protocol {protocol} for {name} "
+                             f"(one of {', '.join(SECURITY_PROTOCOLS)})")
+        out[name] = protocol
+    return out
+
+
+def is_security_setting(name: str) -> bool:
+    """Settings of listeners' security (docs/security.md), kept by name in BrokerConfig.security: `ssl.*`,
+    `sasl.*`, the re-authentication and failure timings, the JAAS file, and any `listener.name.<name>.*`
+    prefixed setting."""
+    return name.startswith(("ssl.", "sasl.", "listener.name.")) or name in SECURITY_SETTINGS
+
+
+SECURITY_SETTINGS = ("connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
+                     "java.security.auth.login.config")
 
 
 def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:
@@ -152,6 +201,14 @@ OPTIONS: tuple[Option, ...] = (
            "broker without an authorizer allows everything)."),
     Option("super.users", "super_users", str,
            "Principals allowed everything whatever the ACLs, separated by semicolons (User:alice;User:bob)."),
+    Option("listener.security.protocol.map", "listener_security_protocol_map", str,
+           "Security protocol of each listener name, NAME:PROTOCOL comma-separated (PLAINTEXT, SSL, SASL_PLAINTEXT, "
+           "SASL_SSL; each of these names maps to itself by default)."),
+    Option("inter.broker.listener.name", "inter_broker_listener_name", str,
+           "The listener other brokers connect to (and this broker's own connections use); default: the first "
+           "listener of security.inter.broker.protocol."),
+    Option("security.inter.broker.protocol", "security_inter_broker_protocol", str,
+           "Security protocol between brokers when inter.broker.listener.name is unset."),
     # The cluster (ZooKeeper mode; docs/cluster.md).
     Option("broker.rack", "broker_rack", str, "This broker's rack, for rack-aware replica assignment."),
     Option("broker.id.generation.enable", "broker_id_generation_enable", bool,
@@ -254,6 +311,12 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool = True
     allow_everyone_if_no_acl_found: bool = True
     super_users: str = ""
+    listener_security_protocol_map: str = DEFAULT_PROTOCOL_MAP
+    inter_broker_listener_name: str | None = None
+    security_inter_broker_protocol: str = "PLAINTEXT"
+    # Listeners' security settings by their Kafka names (ssl.*, sasl.*, listener.name.<name>.*: see
+    # is_security_setting); read by broker.security when a listener is not PLAINTEXT.
+    security: dict[str, str] = field(default_factory=dict)
     broker_rack: str | None = None
     broker_id_generation_enable: bool = True
     reserved_broker_max_id: int = 1000
@@ -278,13 +341,47 @@ class BrokerConfig:
     replica_socket_timeout_ms: int = 30_000
     controller_socket_timeout_ms: int = 30_000
 
-    def set_option(self, kafka_name: str, value: str) -> None:
-        """Apply one `name=value` override, with Kafka's option name."""
-        opt = OPTIONS_BY_NAME.get(kafka_name)
-        if opt is None:
-            raise ValueError(f"unknown option {kafka_name!r}")
-        setattr(self, opt.attr, convert_option(opt, value))
-        self.validate()
+    def set_option(self, kafka_name: str, value: str, *, validate: bool = True) -> None:
+        """Apply one `name=value` override, with Kafka's option name (validate=False: the caller validates
+        once all are applied, as settings that name each other may come in any order)."""
+        if kafka_name == "listeners":
+            self.listeners = [Listener(host, port, name=name or "PLAINTEXT")
+                              for name, host, port in (parse_listener(v, default_port=9092)
+                                                       for v in value.split(",") if v.strip())]
+        elif kafka_name == "advertised.listeners":
+            self.listeners = advertise(self.listeners, [v for v in value.split(",") if v.strip()])
+        elif is_security_setting(kafka_name):
+            self.security[kafka_name] = value
+        else:
+            opt = OPTIONS_BY_NAME.get(kafka_name)
+            if opt is None:
+                raise ValueError(f"unknown option {kafka_name!r}")
+            setattr(self, opt.attr, convert_option(opt, value))
+        if validate:
+            self.validate()
+
+    def protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self.listener_security_protocol_map)
+
+    def listener_protocol(self, listener: Listener) -> str:
+        """The security protocol of a listener (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)."""
+        return self.protocol_map()[listener.name]
+
+    def inter_broker_listener(self) -> Listener:
+        """The listener the cluster's own connections use: inter.broker.listener.name, else the first
+        listener of security.inter.broker.protocol (Kafka's rule)."""
+        if self.inter_broker_listener_name:
+            wanted = self.inter_broker_listener_name.upper()
+            for listener in self.listeners:
+                if listener.name == wanted:
+                    return listener
+            raise ValueError(f"inter.broker.listener.name {wanted} is not a listener "
+                             f"({', '.join(li.name for li in self.listeners)})")
+        for listener in self.listeners:
+            if self.listener_protocol(listener) == self.security_inter_broker_protocol:
+                return listener
+        raise ValueError(f"no listener uses security.inter.broker.protocol {self.security_inter_broker_protocol}: "
+                         "set inter.broker.listener.name")
 
     @property
     def cluster_mode(self) -> bool:
@@ -310,9 +407,40 @@ class BrokerConfig:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if not self.listeners:
             raise ValueError("at least one listener is needed")
+        protocols = self.protocol_map()
+        for listener in self.listeners:
+            if listener.name not in protocols:
+                raise ValueError(f"listener {listener.name} has no security protocol in listener.security.protocol.map "
+                                 f"({self.listener_security_protocol_map})")
+        if self.security_inter_broker_protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(f"security.inter.broker.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
+        if self.inter_broker_listener_name and self.security_inter_broker_protocol != "PLAINTEXT":
+            raise ValueError("set only one of inter.broker.listener.name and security.inter.broker.protocol")
+        if self.inter_broker_listener_name:
+            self.inter_broker_listener()  # names an existing listener
 
     def replace(self, **changes: Any) -> BrokerConfig:
         return dataclasses.replace(self, **changes)
+
+
+def advertise(listeners: list[Listener], addresses: list[str]) -> list[Listener]:
+    """The listeners with advertised addresses: `NAME://HOST:PORT` go to the listener of that name, plain
+    `HOST:PORT` to the listeners in order."""
+    out = list(listeners)
+    for i, text in enumerate(addresses):
+        name, host, port = parse_listener(text)
+        if name is None:
+            if i >= len(out):
+                raise ValueError("more advertised addresses than listeners")
+            index = i
+        else:
+            matches = [j for j, li in enumerate(out) if li.name == name]
+            if not matches:
+                raise ValueError(f"advertised listener {name} is not a listener "
+                                 f"({', '.join(li.name for li in out)})")
+            index = matches[0]
+        out[index] = dataclasses.replace(out[index], advertised_host=host or None, advertised_port=port)
+    return out
 
 
 def convert_option(opt: Option, value: str) -> Any:

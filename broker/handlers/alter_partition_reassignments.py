@@ -16,8 +16,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     def answer(error: ErrorCode, message: str | None = None, responses: list[Any] | None = None) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "responses": responses or []}
 
-    if not cluster_authorized(ctx, AclOperation.ALTER):
-        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    if not cluster_authorized(ctx, AclOperation.ALTER):  # Kafka: ALTER on the cluster, the error everywhere
+        error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Request is not authorized."
+        return answer(error, message, [{"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": error, "error_message": message}
+            for p in t.partitions]} for t in req.topics])
     cluster = ctx.broker.cluster
     if cluster.not_controller():
         return answer(ErrorCode.NOT_CONTROLLER)

@@ -7,11 +7,13 @@ import os
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
+    allowed = cluster_authorized(ctx, AclOperation.ALTER)  # Kafka: ALTER on the cluster, else every partition fails
     log_dir = os.path.abspath(broker.config.data_dir)
     results: dict[str, list[dict[str, Any]]] = {}
     for d in req.dirs:
@@ -19,7 +21,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         for t in d.topics:
             topic = broker.topics.get(t.name)
             for index in t.partitions:
-                if topic is None or not 0 <= index < len(topic.partitions):
+                if not allowed:
+                    error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                elif topic is None or not 0 <= index < len(topic.partitions):
                     error = ErrorCode.REPLICA_NOT_AVAILABLE
                 elif not known_dir:
                     error = ErrorCode.LOG_DIR_NOT_FOUND

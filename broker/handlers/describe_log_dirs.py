@@ -6,10 +6,13 @@ import os
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE):  # Kafka: DESCRIBE on the cluster, else no directory
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     broker = ctx.broker
     log_dir = str(os.path.abspath(broker.config.data_dir))
     wanted = None if req.topics is None else {t.topic: set(t.partitions) for t in req.topics}

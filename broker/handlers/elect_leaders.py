@@ -23,9 +23,12 @@ UNCLEAN = 1
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
-    if not cluster_authorized(ctx, AclOperation.ALTER):
+    if not cluster_authorized(ctx, AclOperation.ALTER):  # Kafka: ALTER on the cluster; each named partition fails
+        denied = [{"topic": t.topic, "partition_result": [
+            {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+            for p in t.partitions]} for t in req.topic_partitions or []]
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "replica_election_results": []}
+                "replica_election_results": denied}
     cluster = ctx.broker.cluster
     if cluster.not_controller():
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "replica_election_results": []}

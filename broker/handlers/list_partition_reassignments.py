@@ -11,9 +11,12 @@ from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if not cluster_authorized(ctx, AclOperation.DESCRIBE):
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE):  # Kafka: DESCRIBE on the cluster
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": None, "topics": []}
+                "error_message": "Request is not authorized.", "topics": [
+                    {"name": t.name, "partitions": [{"partition_index": i, "replicas": [], "adding_replicas": [],
+                                                     "removing_replicas": []} for i in t.partition_indexes]}
+                    for t in req.topics or []]}
     cluster = ctx.broker.cluster
     if cluster.not_controller():
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "error_message": None, "topics": []}

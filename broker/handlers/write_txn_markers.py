@@ -6,9 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.security.access import AclOperation, cluster_authorized
+from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    # Kafka: ALTER or CLUSTER_ACTION on the cluster (the brokers' own request), else every partition fails.
+    if not (cluster_authorized(ctx, AclOperation.ALTER) or cluster_authorized(ctx, AclOperation.CLUSTER_ACTION)):
+        return {"markers": [{"producer_id": m.producer_id, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": i, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+                                            for i in t.partition_indexes]} for t in m.topics]} for m in req.markers]}
     out = []
     for m in req.markers:
         topics = {t.name: list(t.partition_indexes) for t in m.topics}

@@ -1,8 +1,8 @@
 """SCRAM credentials (KIP-554): what DescribeUserScramCredentials and AlterUserScramCredentials manage.
 
 Kept as Kafka keeps them (ScramCredential: salt, stored key, server key, iterations; the salted password
-itself is not stored) in `<data dir>/meta/scram-credentials.json`, replaced atomically. minibroker has no
-SASL listener yet, so no client authenticates with them; they are managed and described as Kafka does.
+itself is not stored) in `<data dir>/meta/scram-credentials.json`, replaced atomically. SCRAM logins on SASL
+listeners check them (broker.security.sasl.ScramServer, through listener_security.scram_lookup_from).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from broker.app import Endpoint
-from broker.handlers.context import RequestContext
+from broker.handlers.context import ANONYMOUS, RequestContext
 from broker.server.dispatch import Api, lookup
 from broker.testkit.faults import FaultAction, FaultInjector, error_response
 from broker.testkit.metrics import Metrics
@@ -39,6 +39,7 @@ MAX_IN_FLIGHT = 64  # per connection; more requests wait in the socket buffer (b
 RECV_SIZE = 256 * 1024
 DIRECT_READ_MIN = 256 * 1024  # frames from this size on are read into their own buffer
 _PRODUCE_KEY = struct.pack(">h", ApiKey.PRODUCE)
+_SASL_HANDSHAKE_KEY = struct.pack(">h", ApiKey.SASL_HANDSHAKE)
 _SIZE = struct.Struct(">i")
 _CORRELATION_V0 = struct.Struct(">i")
 _CORRELATION_V1 = struct.Struct(">ib")  # correlation id + empty tagged fields
@@ -70,6 +71,14 @@ class Instruments:
     tracer: Tracer | None = None  # --trace FILE
 
 
+def peer_name(stream: Any) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "?"
+
+
 def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
     header = _CORRELATION_V0.pack(correlation_id) if header_version == 0 else \
         _CORRELATION_V1.pack(correlation_id, 0)
@@ -86,22 +95,31 @@ class Connection:
     the socket does not take goes to the writer task, and until it has drained no more requests are read.
     """
 
-    def __init__(self, broker: Any, instruments: Instruments, stream: trio.SocketStream,
-                 endpoint: Endpoint) -> None:
+    def __init__(self, broker: Any, instruments: Instruments, stream: Any, endpoint: Endpoint, *,
+                 peer: str | None = None, principal: str = ANONYMOUS) -> None:
         self.broker = broker
         self.instruments = instruments
         self.stream = stream
         self.endpoint = endpoint
-        try:
-            host, port = stream.socket.getpeername()[:2]
-            self.peer = f"{host}:{port}"
-        except OSError:
-            self.peer = "?"
+        self.peer = peer or peer_name(stream)
+        # Who the client is: ANONYMOUS, a client certificate's mapped name, or the SASL authorization id.
+        self.principal = principal
+        security = endpoint.security
+        self._sasl: Any = None  # broker.security.authenticator.SaslAuthenticator on SASL listeners
+        if security is not None and security.sasl is not None:
+            from broker.security.authenticator import SaslAuthenticator
+
+            self._sasl = SaslAuthenticator(security.sasl)
+        # The largest frame taken: socket.request.max.bytes, and before a SASL authentication completes
+        # sasl.server.max.receive.size (Kafka's bound on what an unauthenticated client can make it buffer).
+        self.max_frame = broker.config.socket_request_max_bytes if self._sasl is None else \
+            min(broker.config.socket_request_max_bytes, security.sasl_max_receive_size)
         self.read_scope = trio.CancelScope()
-        self._fd = stream.socket.fileno()
+        self._fd = self._socket_fd()
         self._slots: deque[_Slot] = deque()  # unanswered or unsent requests, oldest first
         self._unsent: list[bytes] = []  # responses the socket has not taken yet, in order
         self._close_when_sent = False  # a request failed: Kafka closes the connection after earlier answers
+        self._close_logged = False  # the reason to close was logged already (a failed authentication)
         self._writer_wake = trio.Event()
         self._progress: trio.Event | None = None  # set when a response is answered or sent
         self._scope: trio.CancelScope | None = None
@@ -130,7 +148,13 @@ class Connection:
             log.exception("connection %s failed", self.peer)
         finally:
             with trio.CancelScope(shield=True):
-                await self.stream.aclose()
+                await self._close_stream()
+
+    def _socket_fd(self) -> int:
+        return int(self.stream.socket.fileno())
+
+    async def _close_stream(self) -> None:
+        await self.stream.aclose()
 
     async def _wait_progress(self) -> None:
         self._progress = event = trio.Event()
@@ -142,7 +166,6 @@ class Connection:
             self._progress = None
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
-        max_frame = self.broker.config.socket_request_max_bytes
         idle_s = self.broker.config.connections_max_idle_ms / 1000
         sock = self.stream.socket
         buf = bytearray()
@@ -150,9 +173,10 @@ class Connection:
         while True:
             while len(buf) >= 4:
                 (size,) = _SIZE.unpack_from(buf)
-                if size < 0 or size > max_frame:
-                    log.warning("closing %s: frame of %d bytes exceeds socket.request.max.bytes %d",
-                                self.peer, size, max_frame)
+                if size < 0 or size > self.max_frame:
+                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, size,
+                                "socket.request.max.bytes" if self._sasl is None or self._sasl.authenticated
+                                else "sasl.server.max.receive.size", self.max_frame)
                     return
                 if len(buf) < 4 + size:
                     if size < DIRECT_READ_MIN:
@@ -224,7 +248,13 @@ class Connection:
 
     async def _start_request(self, frame: bytes | bytearray, nursery: trio.Nursery) -> bool:
         """Decode and start one request; False means close the connection. (Async only for an injected
-        delay: nothing else awaits here.)"""
+        delay and a SASL check that may block: nothing else awaits here.)"""
+        sasl = self._sasl
+        if sasl is not None and (sasl.session_expiry_ms is not None or not sasl.authenticated or
+                                 frame[:2] == _SASL_HANDSHAKE_KEY):
+            verdict = await self._authentication_frame(frame, nursery)
+            if verdict is not None:
+                return verdict
         try:
             header, offset = parse_request_header(frame)
         except DecodeError as exc:
@@ -252,7 +282,7 @@ class Connection:
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
-        ctx = RequestContext(header, self.broker, self.endpoint, self.peer)
+        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal)
         slot = _Slot(started=time.perf_counter(), request=request)
         tracer = self.instruments.tracer
         if tracer is not None:
@@ -289,6 +319,151 @@ class Connection:
         else:
             self._finish(slot, api, ctx, self._call(api, ctx, request))
         return True
+
+    # -- SASL (broker.security.authenticator keeps the state; the connection reads, answers and closes) -----
+    async def _authentication_frame(self, frame: bytes | bytearray, nursery: trio.Nursery) -> bool | None:
+        """A frame on a SASL connection that is not authenticated (or whose session may expire, or a
+        SaslHandshake that may start a re-authentication): answer it here, True/False as _start_request,
+        or None to let it go on as an ordinary request (ApiVersions before authentication, requests of an
+        authenticated session)."""
+        from broker.security.authenticator import IllegalSaslState
+
+        sasl = self._sasl
+        now = self.broker.now_ms()
+        if sasl.expects_raw_token:  # after SaslHandshake v0: a bare token, no request header
+            return await self._sasl_token(bytes(frame), None, None, nursery)
+        try:
+            header, offset = parse_request_header(frame)
+        except DecodeError as exc:
+            log.warning("closing %s: malformed request header during SASL authentication: %s", self.peer, exc)
+            return self._authentication_failed(None, nursery)
+        if sasl.authenticated:
+            if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.begin_reauthentication(now):
+                log.info("%s (%s) re-authenticates", self.peer, self.principal)
+            elif sasl.session_expired(now):
+                log.info("closing %s: the SASL session of %s expired", self.peer, self.principal)
+                self._count_authentication("expired")
+                return False
+            else:
+                return None
+        authenticating = sasl.framed and sasl.state.value in ("AUTHENTICATE", "REAUTH_BAD_MECHANISM")
+        try:
+            sasl.check_request(header.api_key)
+        except IllegalSaslState as exc:
+            log.warning("closing %s: %s", self.peer, exc)
+            self._count_authentication("failed")
+            # As Kafka: during the exchange (after SaslHandshake v1) the request gets its error answer
+            # (ILLEGAL_SASL_STATE) after the failure delay; before the handshake the connection just closes.
+            answer = self._illegal_state_answer(header, frame, offset) if authenticating else None
+            if answer is None:
+                return False
+            return self._authentication_failed(answer, nursery)
+        if header.api_key == ApiKey.API_VERSIONS:
+            sasl.api_versions()
+            return None
+        api = lookup(header.api_key)
+        version = header.api_version
+        if api is None or not self.broker.versions.accepts(header.api_key, version):
+            log.warning("closing %s: unsupported version %d of API %d during SASL authentication", self.peer,
+                        version, header.api_key)
+            return self._authentication_failed(None, nursery)
+        try:
+            request = api.decode_request(version, frame, offset)
+        except DecodeError as exc:
+            log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
+            return self._authentication_failed(None, nursery)
+        tracer = self.instruments.tracer
+        if tracer is not None:  # SaslAuthenticate's token is traced as its length only
+            tracer.request(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
+                           request)
+        if header.api_key == ApiKey.SASL_HANDSHAKE:
+            answer = sasl.handshake(version, request.mechanism)
+            body = {"error_code": answer.error_code, "mechanisms": answer.mechanisms}
+            if answer.error_code:
+                log.warning("closing %s: SASL mechanism %r is not enabled (enabled: %s)", self.peer,
+                            request.mechanism, ", ".join(answer.mechanisms))
+                self._count_authentication("failed")
+            return self._sasl_answer(header, api, body, answer.error_code != 0, nursery)
+        return await self._sasl_token(bytes(request.auth_bytes or b""), header, api, nursery)
+
+    async def _sasl_token(self, token: bytes, header: Any, api: Api | None, nursery: trio.Nursery) -> bool:
+        """One token of the mechanism's exchange: in a SaslAuthenticate request (header given) or bare."""
+        sasl = self._sasl
+        now = self.broker.now_ms()
+        if sasl.blocking:  # an OAUTHBEARER token checked against a JWKS fetched over HTTP
+            answer = await trio.to_thread.run_sync(sasl.authenticate, token, now)
+        else:
+            answer = sasl.authenticate(token, now)
+        mechanism = sasl.mechanism
+        if answer.error_code:
+            log.warning("closing %s: SASL %s authentication failed: %s", self.peer, mechanism, sasl.failure)
+            self._count_authentication("failed")
+        elif sasl.authenticated:
+            self.principal = sasl.principal
+            self.max_frame = self.broker.config.socket_request_max_bytes
+            lifetime = f", session {answer.session_lifetime_ms} ms" if answer.session_lifetime_ms else ""
+            log.info("%s authenticated as %s with %s%s", self.peer, self.principal, mechanism, lifetime)
+            self._count_authentication("ok")
+        if header is None:  # SaslHandshake v0: the bare answer, and no answer to a failure (as Kafka)
+            if answer.error_code:
+                return self._authentication_failed(None, nursery)
+            slot = _Slot()
+            self._slots.append(slot)
+            self._answer(slot, _SIZE.pack(len(answer.auth_bytes)) + answer.auth_bytes)
+            return True
+        body = {"error_code": answer.error_code, "error_message": answer.error_message,
+                "auth_bytes": answer.auth_bytes, "session_lifetime_ms": answer.session_lifetime_ms}
+        assert api is not None
+        return self._sasl_answer(header, api, body, answer.error_code != 0, nursery)
+
+    def _illegal_state_answer(self, header: Any, frame: bytes | bytearray, offset: int) -> bytes | None:
+        api = lookup(header.api_key)
+        version = header.api_version
+        if api is None or not self.broker.versions.accepts(header.api_key, version):
+            return None
+        try:
+            request = api.decode_request(version, frame, offset)
+            body = error_response(api.key, request, ErrorCode.ILLEGAL_SASL_STATE, self._topic_name)
+            return frame_response(header.correlation_id, response_header_version(api.key, version),
+                                  api.encode_response(version, body))
+        except Exception:  # a request the error builder does not know: the connection just closes
+            return None
+
+    def _sasl_answer(self, header: Any, api: Api, body: dict[str, Any], failed: bool, nursery: trio.Nursery) -> bool:
+        version = header.api_version
+        tracer = self.instruments.tracer
+        if tracer is not None:
+            tracer.response(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
+                            body, 0.0)
+        data = frame_response(header.correlation_id, response_header_version(api.key, version),
+                              api.encode_response(version, body))
+        if failed:
+            return self._authentication_failed(data, nursery)
+        slot = _Slot()
+        self._slots.append(slot)
+        self._answer(slot, data)
+        return True
+
+    def _authentication_failed(self, data: bytes | None, nursery: trio.Nursery) -> bool:
+        """Kafka's delayed close: the answer (if any) leaves after connection.failed.authentication.delay.ms
+        and the connection closes; nothing more is read. Other connections are not slowed (the wait is this
+        connection's own task)."""
+        slot = _Slot(close_after=True)
+        self._slots.append(slot)
+        self._close_logged = True
+        delay_s = self.endpoint.security.failed_authentication_delay_ms / 1000
+        nursery.start_soon(self._answer_later, slot, data, delay_s)
+        return False
+
+    async def _answer_later(self, slot: _Slot, data: bytes | None, delay_s: float) -> None:
+        await trio.sleep(delay_s)
+        self._answer(slot, data, close=data is None)
+
+    def _count_authentication(self, outcome: str) -> None:
+        security = self.endpoint.security
+        self.instruments.metrics.authentication(security.name if security else "",
+                                                self._sasl.mechanism if self._sasl else None, outcome,
+                                                self.principal if outcome == "ok" else None)
 
     def _unsupported_version(self, api: Api, version: int, frame: bytes, offset: int) -> bytes | None:
         if api.key == ApiKey.API_VERSIONS:
@@ -331,7 +506,7 @@ class Connection:
         self._finish(slot, api, ctx, response)
 
     def _trace_client(self, header: Any) -> dict[str, Any]:
-        return {"client_id": header.client_id, "software": self._software}
+        return {"client_id": header.client_id, "software": self._software, "principal": self.principal}
 
     def _topic_name(self, topic_id: Any) -> str | None:
         topic = self.broker.topics.get_by_id(topic_id)
@@ -441,7 +616,83 @@ class Connection:
                 self._unsent = [memoryview(data)[sent:]] if sent < len(data) else []
                 self._made_progress()
             if self._close_when_sent:
-                log.warning("closing %s after a failed request", self.peer)
+                if not self._close_logged:
+                    log.warning("closing %s after a failed request", self.peer)
+                self._abort()
+                return
+
+
+class TlsConnection(Connection):
+    """A connection over TLS (SSL and SASL_SSL listeners): the same framing, ordering and SASL handling,
+    with reads and writes through trio's SSLStream (the plaintext path's system calls stay as they are)."""
+
+    CLOSE_NOTIFY_TIMEOUT_S = 1.0
+
+    def _socket_fd(self) -> int:
+        return -1  # never read or written directly
+
+    async def _close_stream(self) -> None:
+        # A peer that stops reading must not keep this task: close_notify gets a second, then the socket goes.
+        with trio.move_on_after(self.CLOSE_NOTIFY_TIMEOUT_S):
+            await self.stream.aclose()
+        await trio.aclose_forcefully(self.stream)
+
+    async def _read_loop(self, nursery: trio.Nursery) -> None:
+        idle_s = self.broker.config.connections_max_idle_ms / 1000
+        buf = bytearray()
+        started = 0
+        while True:
+            while len(buf) >= 4:
+                (size,) = _SIZE.unpack_from(buf)
+                if size < 0 or size > self.max_frame:
+                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, size,
+                                "socket.request.max.bytes" if self._sasl is None or self._sasl.authenticated
+                                else "sasl.server.max.receive.size", self.max_frame)
+                    return
+                if len(buf) < 4 + size:
+                    break
+                with memoryview(buf) as view:
+                    frame: bytes | bytearray = bytes(view[4:4 + size]) if view[4:6] != _PRODUCE_KEY else \
+                        bytearray(view[4:4 + size])
+                del buf[:4 + size]
+                while self._unstarted:
+                    await trio.lowlevel.checkpoint()
+                if not await self._start_request(frame, nursery):
+                    return
+                started += 1
+                if started % 16 == 0:
+                    await trio.lowlevel.checkpoint()
+            while len(self._slots) >= MAX_IN_FLIGHT or self._unsent:
+                await self._wait_progress()
+            if self._slots or idle_s <= 0:
+                data = await self.stream.receive_some(RECV_SIZE)
+            else:
+                # Idle: nothing in flight and no bytes for connections.max.idle.ms. (A cancelled receive
+                # leaves an SSLStream unusable, so the wait is bounded only when nothing is in flight.)
+                with trio.move_on_after(idle_s) as idle:
+                    data = await self.stream.receive_some(RECV_SIZE)
+                if idle.cancelled_caught:
+                    log.info("closing idle connection %s", self.peer)
+                    return
+            if not data:
+                return
+            buf += data
+
+    def _send(self, out: list[bytes]) -> None:
+        self._unsent.extend(out)
+        self._writer_wake.set()
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._writer_wake.wait()
+            self._writer_wake = trio.Event()
+            while self._unsent:
+                count = len(self._unsent)  # what is sent stays queued until sent: run() waits for it
+                data = self._unsent[0] if count == 1 else b"".join(self._unsent)
+                await self.stream.send_all(data)
+                del self._unsent[:count]
+                self._made_progress()
+            if self._close_when_sent:
                 self._abort()
                 return
 

@@ -83,6 +83,11 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
         Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        # Answered by the connection during an authentication (broker.security.authenticator); the handlers
+        # answer the other cases (ILLEGAL_SASL_STATE), as Kafka's KafkaApis does.
+        Api(ApiKey.SASL_HANDSHAKE, 0, 1, "sasl_handshake", "SaslHandshakeRequest", "SaslHandshakeResponse"),
+        Api(ApiKey.SASL_AUTHENTICATE, 0, 2, "sasl_authenticate", "SaslAuthenticateRequest",
+            "SaslAuthenticateResponse"),
         Api(ApiKey.CREATE_TOPICS, 0, 7, "create_topics", "CreateTopicsRequest", "CreateTopicsResponse"),
         Api(ApiKey.DELETE_TOPICS, 0, 6, "delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse"),
         Api(ApiKey.DESCRIBE_CONFIGS, 0, 4, "describe_configs", "DescribeConfigsRequest",

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import Any
 
 import trio
 
 from broker.app import Broker, Endpoint
 from broker.config.options import BrokerConfig, parse_host_port
-from broker.server.connection import Connection, Instruments
+from broker.server.connection import Connection, Instruments, TlsConnection, peer_name
 from broker.server.dispatch import load_handlers, version_profile
 from broker.server.listeners import advertised_host, open_listeners
 from broker.testkit.faults import FaultInjector
@@ -36,6 +37,7 @@ class Server:
         self._shutdown = trio.Event()
         self.stopped = trio.Event()
         self._connections: set[Connection] = set()
+        self._handshakes = 0  # TLS handshakes under way (a connection not yet served)
         # Rules set by tests (BrokerThread, the admin endpoint), metrics, the trace (--trace FILE).
         self.instruments = Instruments(FaultInjector(), Metrics())
         self.admin_address: tuple[str, int] | None = None
@@ -76,8 +78,8 @@ class Server:
 
     @property
     def connection_count(self) -> int:
-        """Client connections being served now."""
-        return len(self._connections)
+        """Client connections being served now (TLS ones from the start of their handshake)."""
+        return len(self._connections) + self._handshakes
 
     async def run(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
         cluster = None
@@ -89,6 +91,8 @@ class Server:
         try:
             self.broker = Broker(self.config, version_profile(self.config.kafka_version, cluster=cluster is not None),
                                  cluster)
+            # Checked before anything starts: a listener's bad key store or JAAS config stops the broker here.
+            securities = self._listener_securities()
         except BaseException:
             if cluster is not None:
                 await cluster.aclose()
@@ -106,7 +110,7 @@ class Server:
                     self.admin_address = await nursery.start(serve, host, port, self.faults, self.broker.now_ms,
                                                              self.render_metrics, self._inspect)
                 async with trio.open_nursery() as conn_nursery:
-                    accept_scopes = await self._start_listeners(conn_nursery)
+                    accept_scopes = await self._start_listeners(conn_nursery, securities)
                     if cluster is not None:
                         # Registered once the listeners are bound: the registration names their ports.
                         await nursery.start(cluster.run, self._registered_endpoints())
@@ -145,9 +149,7 @@ class Server:
             if listener.name in seen:
                 continue  # one address per listener name (localhost binds IPv4 and IPv6 on one port)
             seen.add(listener.name)
-            protocol = getattr(listener, "security_protocol", None) or listener.name
-            if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-                protocol = "PLAINTEXT"
+            protocol = self.config.listener_protocol(listener)  # listener.security.protocol.map
             out.append(ZkEndpoint(listener.name, endpoint.host, endpoint.port, protocol))
         return out
 
@@ -166,7 +168,28 @@ class Server:
         self.broker.start_coordinators()
         load_handlers()
 
-    async def _start_listeners(self, conn_nursery: trio.Nursery) -> list[trio.CancelScope]:
+    def _listener_securities(self) -> list[object]:
+        """Each listener's ListenerSecurity (None for PLAINTEXT: then nothing of broker.security's TLS and SASL
+        is imported)."""
+        out: list[object] = []
+        for listener in self.config.listeners:
+            protocol = self.config.listener_protocol(listener)
+            if protocol == "PLAINTEXT":
+                out.append(None)
+                continue
+            from broker.security.listener_security import (
+                SecurityProtocol,
+                build_listener_security,
+                scram_lookup_from,
+            )
+
+            assert self.broker is not None
+            out.append(build_listener_security(listener.name, SecurityProtocol(protocol), self.config.security,
+                                               scram_lookup=scram_lookup_from(self.broker.scram_credentials),
+                                               now_ms=self.broker.now_ms))
+        return out
+
+    async def _start_listeners(self, conn_nursery: trio.Nursery, securities: list[object]) -> list[trio.CancelScope]:
         scopes = []
         for index, listener in enumerate(self.config.listeners):
             sockets = await open_listeners(listener)
@@ -175,12 +198,13 @@ class Server:
                 self.listen_addresses.append((host, port))
                 bound_host = advertised_host(listener.host, host)
                 endpoint = Endpoint(listener.advertised_host or bound_host, listener.advertised_port or port,
-                                    index, bound_host, port)
+                                    index, bound_host, port, securities[index])
                 self.broker.endpoints.append(endpoint)
                 scope = trio.CancelScope()
                 scopes.append(scope)
                 conn_nursery.start_soon(self._accept_loop, sock_listener, endpoint, conn_nursery, scope)
-                log.info("listening on %s:%d (advertised as %s:%d)", host, port, endpoint.host, endpoint.port)
+                log.info("listening on %s:%d (%s, %s, advertised as %s:%d)", host, port, listener.name,
+                         self.config.listener_protocol(listener), endpoint.host, endpoint.port)
         return scopes
 
     async def _accept_loop(self, listener: trio.SocketListener, endpoint: Endpoint,
@@ -201,9 +225,52 @@ class Server:
                     conn_nursery.start_soon(self._serve_connection, stream, endpoint)
 
     async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
-        conn = Connection(self.broker, self.instruments, stream, endpoint)
+        security = endpoint.security
+        if security is not None and security.ssl_context is not None:
+            self._handshakes += 1
+            try:
+                accepted = await self._tls_handshake(stream, security)
+            finally:
+                self._handshakes -= 1
+            if accepted is None:
+                return
+            ssl_stream, peer, principal = accepted
+            conn: Connection = TlsConnection(self.broker, self.instruments, ssl_stream, endpoint, peer=peer,
+                                             principal=principal)
+        else:
+            conn = Connection(self.broker, self.instruments, stream, endpoint)
         self._connections.add(conn)
         try:
             await conn.run()
         finally:
             self._connections.discard(conn)
+
+    async def _tls_handshake(self, stream: trio.SocketStream, security: Any) -> tuple[trio.SSLStream, str, str] | None:
+        """The TLS handshake of a new connection, bounded by ssl.handshake.timeout.ms; the principal of its
+        client certificate (ssl.principal.mapping.rules), or ANONYMOUS. None: closed, with the reason logged."""
+        from broker.security.principal import NoMatchingRule, ssl_principal
+
+        peer = peer_name(stream)
+        ssl_stream = trio.SSLStream(stream, security.ssl_context, server_side=True)
+        reason = None
+        with trio.move_on_after(security.handshake_timeout_ms / 1000) as timeout:
+            try:
+                await ssl_stream.do_handshake()
+            except trio.BrokenResourceError as exc:  # a plaintext client, a bad or untrusted certificate
+                reason = f"TLS handshake failed: {exc.__cause__ or exc}"
+        if timeout.cancelled_caught:
+            reason = f"TLS handshake not finished within {security.handshake_timeout_ms} ms"
+        principal = ""
+        if reason is None:
+            try:
+                principal = ssl_principal(ssl_stream.getpeercert(binary_form=True), security.principal_mapper)
+            except (NoMatchingRule, ValueError) as exc:
+                reason = f"no principal for the client certificate: {exc}"
+        if reason is not None:
+            log.warning("closing %s on listener %s: %s", peer, security.name, reason)
+            self.metrics.authentication(security.name, None, "failed", None)
+            await trio.aclose_forcefully(ssl_stream)
+            return None
+        if security.sasl is None:
+            self.metrics.authentication(security.name, None, "ok", principal)
+        return ssl_stream, peer, principal

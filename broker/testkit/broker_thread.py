@@ -21,11 +21,26 @@ from broker.config.options import BrokerConfig, Listener
 
 
 class BrokerThread:
-    """A broker running `trio.run` in its own thread of this process, on a kernel-chosen port."""
+    """A broker running `trio.run` in its own thread of this process, on a kernel-chosen port.
 
-    def __init__(self, data_dir: Path | str, **config: Any) -> None:
+    `security="SASL_SSL"` (or SSL, SASL_PLAINTEXT) makes its listener a secured one, with `users` (PLAIN and
+    SCRAM users; `{"alice": "secret"}`), a throw-away CA and certificates (broker.testkit.security), and
+    `client_auth` none|requested|required for SSL; `kafka_python()`, `confluent()` and `aiokafka()` give the
+    clients' settings for it. `security_settings` adds Kafka-named settings (`connections.max.reauth.ms`...).
+    """
+
+    def __init__(self, data_dir: Path | str, *, security: str | None = None, users: dict[str, str] | None = None,
+                 client_auth: str = "none", security_settings: dict[str, str] | None = None,
+                 sasl_mechanisms: tuple[str, ...] | None = None, **config: Any) -> None:
         self.data_dir = Path(data_dir)
         self._config_changes = config
+        self.security: Any = None  # broker.testkit.security.SecurityKit of a secured listener
+        self._security_settings = dict(security_settings or {})
+        if security is not None and security != "PLAINTEXT":
+            from broker.testkit.security import MECHANISMS, SecurityKit
+
+            self.security = SecurityKit(security, users, directory=self.data_dir.parent / f"{self.data_dir.name}-pki",
+                                        client_auth=client_auth, mechanisms=sasl_mechanisms or MECHANISMS)
         self._thread: threading.Thread | None = None
         self._server: Any = None
         self._token: Any = None
@@ -40,7 +55,11 @@ class BrokerThread:
 
     def config(self) -> BrokerConfig:
         # Keep the same port across restarts so clients can reconnect to the address they know.
-        cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0)], data_dir=self.data_dir)
+        name = self.security.protocol if self.security is not None else "PLAINTEXT"
+        cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0, name=name)], data_dir=self.data_dir)
+        if self.security is not None:
+            cfg.security.update(self.security.broker_settings())
+        cfg.security.update(self._security_settings)
         for key, value in self._config_changes.items():
             setattr(cfg, key, value)
         cfg.validate()
@@ -74,6 +93,7 @@ class BrokerThread:
         self._thread.start()
         if not started.wait(timeout) or self._error is not None:
             raise RuntimeError(f"minibroker did not start: {self._error!r}")
+        self._store_scram_users()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -95,6 +115,53 @@ class BrokerThread:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    # -- secured listeners (broker.testkit.security) ---------------------------------------------------------
+    def _store_scram_users(self) -> None:
+        """The users' SCRAM credentials, as AlterUserScramCredentials stores them (before any client comes)."""
+        from types import SimpleNamespace
+
+        if self.security is None or not self.security.users:
+            return
+        upsertions = [SimpleNamespace(name=user, mechanism=1 if mechanism == "SCRAM-SHA-256" else 2,
+                                      iterations=iterations, salt=salt, salted_password=salted)
+                      for user, creds in self.security.scram_credentials().items()
+                      for mechanism, (salt, salted, iterations) in creds.items()]
+        errors = self.call(lambda broker: broker.scram_credentials.alter([], upsertions))
+        if any(errors.values()):
+            raise RuntimeError(f"storing the test users' SCRAM credentials failed: {errors}")
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """Every bound (host, port), listener by listener (the first is `bootstrap`'s)."""
+        return list(self._require_server().listen_addresses)
+
+    def kafka_python(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
+        """kafka-python settings for this broker's listener (security_protocol, ssl_*, sasl_*); `password`,
+        `mechanism` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER) and `client_cert` may be given."""
+        return {} if self.security is None else self.security.kafka_python(user, **kw)
+
+    def confluent(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
+        """confluent-kafka (librdkafka) settings for this broker's listener."""
+        return {} if self.security is None else self.security.confluent(user, **kw)
+
+    def aiokafka(self, user: str | None = None, **kw: Any) -> dict[str, Any]:
+        """aiokafka settings for this broker's listener."""
+        return {} if self.security is None else self.security.aiokafka(user, **kw)
+
+    def principals_seen(self) -> dict[str, int]:
+        """{principal: authentications}: who authenticated (SASL, or an SSL client certificate) so far."""
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: dict(server.metrics.principals), trio_token=self._token)
+
+    def authentications(self) -> dict[tuple[str, str, str], int]:
+        """{(listener, mechanism or "SSL", outcome ok|failed|expired): count} so far."""
+        import trio
+
+        server = self._require_server()
+        return trio.from_thread.run_sync(lambda: dict(server.metrics.authentications), trio_token=self._token)
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Run `fn(broker, *args)` in the broker's trio thread (between requests, as a handler would) and

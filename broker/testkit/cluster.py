@@ -16,6 +16,7 @@ of these, fresh for each test (broker.testkit.plugin).
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -36,15 +37,18 @@ LIST_PARTITION_REASSIGNMENTS = 46
 
 class MinibrokerCluster:
     def __init__(self, data_dir: Path | str, brokers: int = 3, *, zookeeper: str | None = None,
-                 extra_args: tuple[str, ...] = (), first_id: int = 1) -> None:
+                 extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
+                 chroot: str | None = None) -> None:
         """`zookeeper`: HOST:PORT of a running ZooKeeper (a chroot of this cluster's own is used under it);
-        None starts one. `extra_args` go to every broker (e.g. "--override", "min.insync.replicas=2")."""
+        None starts one (its data under `data_dir`). `extra_args` go to every broker (e.g. "--override",
+        "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free ports)."""
         self.data_dir = Path(data_dir)
         self.broker_ids = list(range(first_id, first_id + brokers))
         self.extra_args = tuple(extra_args)
+        self.first_port = first_port
         self._zk_address = zookeeper
         self._zk_server: Any = None
-        self.chroot = f"/minibroker-{uuid.uuid4().hex[:8]}"
+        self.chroot = chroot or f"/minibroker-{uuid.uuid4().hex[:8]}"
         self.brokers: dict[int, BrokerProcess] = {}
 
     # -- life -------------------------------------------------------------------------------------------------
@@ -60,12 +64,12 @@ class MinibrokerCluster:
 
             if not available():
                 raise RuntimeError("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
-            self._zk_server = ZooKeeperServer().start()
+            self._zk_server = ZooKeeperServer(self.data_dir / "zookeeper").start()
             self._zk_address = self._zk_server.address
-        for broker_id in self.broker_ids:
+        for i, broker_id in enumerate(self.broker_ids):
             self.brokers[broker_id] = BrokerProcess(
                 self.data_dir / f"broker-{broker_id}", "--broker-id", str(broker_id), "--zookeeper", self.zookeeper,
-                "--admin-listen", "127.0.0.1:0", *self.extra_args)
+                "--admin-listen", "127.0.0.1:0", *self.extra_args, port=self.first_port + i if self.first_port else 0)
             self.brokers[broker_id].start(timeout)
         self.wait_brokers(self.broker_ids, timeout)
         return self
@@ -230,3 +234,35 @@ class MinibrokerCluster:
             self._controller_request(ELECT_LEADERS, 2, {"election_type": 0, "timeout_ms": 30000, "topic_partitions": [
                 {"topic": topic, "partitions": [partition]}]})
         self.wait_leader(topic, partition, broker, timeout=timeout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`make cluster`: ZooKeeper and N brokers on this machine until Ctrl-C."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m broker.testkit.cluster",
+                                     description="A local minibroker cluster: ZooKeeper and N brokers (Ctrl-C stops)")
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--port", type=int, default=9092, help="the first broker's port; the others follow")
+    parser.add_argument("--data-dir", type=Path, default=Path("data/cluster"))
+    parser.add_argument("broker_args", nargs="*", help="more options for every broker (after --)")
+    args = parser.parse_args(argv)
+    cluster = MinibrokerCluster(args.data_dir, args.brokers, extra_args=tuple(args.broker_args),
+                                first_port=args.port, chroot="/minibroker")
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    cluster.start()
+    try:
+        print(f"cluster ready: bootstrap {cluster.bootstrap}, ZooKeeper {cluster.zookeeper}, controller "
+              f"{cluster.controller_id()}, data in {args.data_dir} (Ctrl-C stops it)", flush=True)
+        stop.wait()
+    finally:
+        print("stopping the cluster...", flush=True)
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -58,6 +58,15 @@ class Metrics:
         self.messages_in: dict[str, int] = defaultdict(int)
         self.bytes_out: dict[str, int] = defaultdict(int)
         self.messages_out: dict[str, int] = defaultdict(int)
+        # SASL and SSL: (listener, mechanism, outcome) -> count; the principals that authenticated (test kit)
+        self.authentications: dict[tuple[str, str, str], int] = defaultdict(int)
+        self.principals: dict[str, int] = defaultdict(int)
+
+    def authentication(self, listener: str, mechanism: str | None, outcome: str, principal: str | None) -> None:
+        """An authentication ended: outcome ok, failed or expired (a session closed at its end)."""
+        self.authentications[(listener, mechanism or "SSL", outcome)] += 1
+        if principal is not None:
+            self.principals[principal] += 1
 
     def observe(self, api: ApiKey, version: int, request: Any, response: Any, seconds: float,
                 topic_name_of: Any = lambda _id: None) -> None:
@@ -117,6 +126,12 @@ class Metrics:
             family(name, "counter", text)
             for topic, n in sorted(values.items()):
                 lines.append(f'minibroker_{name}{{topic="{_escape(topic)}"}} {n}')
+        family("authentications_total", "counter",
+               "Authentications per listener, mechanism (SSL: a client certificate) and outcome (ok, failed, "
+               "expired).")
+        for (listener, mechanism, outcome), n in sorted(self.authentications.items()):
+            lines.append(f'minibroker_authentications_total{{listener="{listener}",mechanism="{mechanism}",'
+                         f'outcome="{outcome}"}} {n}')
         family("connections", "gauge", "Client connections open.")
         lines.append(f"minibroker_connections {connections}")
         groups = broker.__dict__.get("groups")  # only once the group coordinator has started

@@ -31,7 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(**config): BrokerConfig settings for the minibroker fixture "
-                                       "broker of this test, e.g. minibroker(kafka_version='3.9')")
+                                       "broker of this test, e.g. minibroker(kafka_version='3.9'), and a secured "
+                                       "listener: minibroker(security='SASL_SSL', users={'alice': 'secret'})")
     config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=()): the minibroker_cluster fixture's "
                                        "size and the command-line options of its brokers")
 
@@ -56,7 +57,8 @@ def minibroker_server(request: pytest.FixtureRequest,
                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
     """A running broker (thread handle) with its own temporary data dir; its protocol trace is attached
     to the report of a failing test (--minibroker-trace=off to skip tracing). A test's
-    `@pytest.mark.minibroker(...)` settings (BrokerConfig fields) apply to its broker, and
+    `@pytest.mark.minibroker(...)` settings (BrokerConfig fields, and BrokerThread's security, users,
+    client_auth, security_settings: docs/security.md) apply to its broker, and
     --minibroker-kafka-version to every fixture broker of the run."""
     data_dir = tmp_path_factory.mktemp("minibroker")
     changes: dict[str, Any] = {}

@@ -39,11 +39,14 @@ def _ruok(port: int) -> bool:
 class ZooKeeperServer:
     """Start/stop/restart one standalone server; `address` is "127.0.0.1:PORT"."""
 
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="minibroker-zk-"))
-        self.port = _free_port()
+    def __init__(self, directory: Path | None = None, port: int = 0) -> None:
+        """`directory`: where it keeps its data (a temporary one, removed by cleanup(), when None); `port`: a
+        free one when 0."""
+        self._temporary = directory is None
+        self.dir = Path(tempfile.mkdtemp(prefix="minibroker-zk-")) if directory is None else Path(directory)
+        self.port = port or _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
-        (self.dir / "data").mkdir()
+        (self.dir / "data").mkdir(parents=True, exist_ok=True)
         (self.dir / "zoo.cfg").write_text(
             f"tickTime=2000\ndataDir={self.dir / 'data'}\nclientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n"
@@ -83,5 +86,7 @@ class ZooKeeperServer:
         self.proc = None
 
     def cleanup(self) -> None:
+        """Stop it, and remove its data when it was a temporary directory."""
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._temporary:
+            shutil.rmtree(self.dir, ignore_errors=True)

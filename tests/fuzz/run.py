@@ -86,6 +86,17 @@ def main(argv: list[str] | None = None) -> int:
         for line in report.errors[:5]:
             print(f"  {line}")
         socket_ok = report.ok
+        from tests.fuzz.sasl_fuzz import fuzz_sasl_broker
+
+        started = time.perf_counter()
+        sasl = fuzz_sasl_broker(max(1, ns.socket_inputs // 4), ns.seed)
+        print(f"SASL frames: {sasl.sent:,} inputs over {sasl.connections:,} connections in "
+              f"{time.perf_counter() - started:.0f} s, {sasl.answered_bytes:,} bytes answered; authenticated "
+              f"witness answered {sasl.witness_answers:,} times; broker errors logged {len(sasl.errors)}; "
+              f"connections left open {sasl.left_open}")
+        for line in sasl.errors[:5]:
+            print(f"  {line}")
+        socket_ok = socket_ok and sasl.ok
     return 0 if not found.crashes and socket_ok else 1
 
 
