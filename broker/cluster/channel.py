@@ -37,10 +37,12 @@ class _BrokerQueue:
 
 
 class ControllerChannel:
-    def __init__(self, controller_id: int, *, timeout: float, connector: Connector = tcp_connector) -> None:
+    def __init__(self, controller_id: int, *, timeout: float, connector: Connector = tcp_connector,
+                 security: Any = None) -> None:
         self.controller_id = controller_id
         self.timeout = timeout
         self._connector = connector
+        self._security = security  # the inter-broker listener's TLS/SASL (broker.security.client_side)
         self._queues: dict[int, _BrokerQueue] = {}
         self._nursery: trio.Nursery | None = None
 
@@ -56,7 +58,7 @@ class ControllerChannel:
             queue.client.retarget(host, port)
             return
         client = BrokerClient(f"broker {broker_id}", host, port, client_id=f"controller-{self.controller_id}",
-                              timeout=self.timeout, connector=self._connector)
+                              timeout=self.timeout, connector=self._connector, security=self._security)
         queue = self._queues[broker_id] = _BrokerQueue(broker_id, client)
         assert self._nursery is not None
         self._nursery.start_soon(self._sender, queue)

@@ -6,7 +6,9 @@ markers, ControlledShutdown and AlterPartition.
     response = await client.request(ApiKey.UPDATE_METADATA, 7, body)    # a decoded Container
 
 One request at a time, as each of Kafka's inter-broker channels keeps one in flight; a failed connection
-raises BrokerUnavailable and the next request connects again. Each request has a deadline.
+raises BrokerUnavailable and the next request connects again. Each request has a deadline. A secured
+inter-broker listener (`inter.broker.listener.name`) gets TLS and SASL on every connection, with this broker's
+own credentials for that listener (broker.security.client_side).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 
-# Opens the byte stream to a broker: plain TCP by default; a secured inter-broker listener gives its own.
+# Opens the byte stream to a broker (plain TCP).
 Connector = Callable[[str, int], Awaitable[trio.abc.Stream]]
 
 
@@ -54,13 +56,16 @@ def _response_spec_name(api_key: int) -> str:
 
 class BrokerClient:
     def __init__(self, name: str, host: str, port: int, *, client_id: str, timeout: float = 30.0,
-                 connector: Connector = tcp_connector) -> None:
+                 connector: Connector = tcp_connector, security: Any = None) -> None:
+        """`security`: a broker.security.client_side.ClientSecurity (TLS context, SASL credentials) when the
+        inter-broker listener is secured; None for PLAINTEXT."""
         self.name = name
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout = timeout
         self._connector = connector
+        self.security = security
         self._stream: trio.abc.Stream | None = None
         self._buffer = bytearray()
         self._correlation = 0
@@ -75,23 +80,26 @@ class BrokerClient:
     async def request(self, api_key: int, version: int, body: Mapping[str, Any], *,
                       timeout: float | None = None) -> Any:
         """Send one request and return its decoded response; BrokerUnavailable on any connection failure."""
-        spec = request_spec(api_key)
-        if spec is None:
-            raise ValueError(f"no definition of api key {api_key}")
         async with self._lock:
-            self._correlation = (self._correlation + 1) & 0x7FFFFFFF
-            correlation = self._correlation
-            payload = encode_request_header(RequestHeader(api_key, version, correlation, self.client_id)) + \
-                spec.encode(version, body)
             try:
                 with trio.fail_after(self.timeout if timeout is None else timeout):
                     stream = await self._connected()
-                    await stream.send_all(_SIZE.pack(len(payload)) + payload)
-                    frame = await self._read_frame(stream)
+                    return await self._exchange(stream, api_key, version, body)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError,
                     EOFError) as exc:
                 self._drop()
                 raise BrokerUnavailable(f"{self.name} at {self.host}:{self.port}: {exc!r}") from exc
+
+    async def _exchange(self, stream: trio.abc.Stream, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
+        spec = request_spec(api_key)
+        if spec is None:
+            raise ValueError(f"no definition of api key {api_key}")
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        correlation = self._correlation
+        payload = encode_request_header(RequestHeader(api_key, version, correlation, self.client_id)) + \
+            spec.encode(version, body)
+        await stream.send_all(_SIZE.pack(len(payload)) + payload)
+        frame = await self._read_frame(stream)
         (got,) = _CORRELATION.unpack_from(frame)
         if got != correlation:
             self._drop()
@@ -107,8 +115,22 @@ class BrokerClient:
 
     async def _connected(self) -> trio.abc.Stream:
         if self._stream is None:
-            self._stream = await self._connector(self.host, self.port)
             self._buffer.clear()
+            stream = await self._connector(self.host, self.port)
+            security = self.security
+            if security is not None and security.ssl_context is not None:
+                stream = trio.SSLStream(stream, security.ssl_context, server_hostname=self.host)
+                await stream.do_handshake()
+            if security is not None and security.mechanism is not None:
+                from broker.security.client_side import AuthenticationFailed, authenticate
+
+                try:
+                    await authenticate(security, lambda key, version, body: self._exchange(stream, key, version,
+                                                                                           body))
+                except AuthenticationFailed as exc:
+                    await stream.aclose()
+                    raise BrokerUnavailable(f"{self.name}: authentication failed: {exc}") from exc
+            self._stream = stream
         return self._stream
 
     async def _read_frame(self, stream: trio.abc.Stream) -> bytes:
@@ -129,11 +151,12 @@ class BrokerClient:
         stream, self._stream = self._stream, None
         self._buffer.clear()
         if stream is not None:
-            # Closing needs no waiting on a socket stream (aclose would checkpoint inside a failed request).
-            try:
-                stream.socket.close()  # type: ignore[attr-defined]
-            except AttributeError:
-                pass
+            # Close the socket without waiting (aclose would checkpoint inside a failed request); a TLS
+            # stream's socket is its transport's.
+            transport = getattr(stream, "transport_stream", stream)
+            sock = getattr(transport, "socket", None)
+            if sock is not None:
+                sock.close()
 
     async def aclose(self) -> None:
         stream, self._stream = self._stream, None

@@ -86,12 +86,12 @@ class _Event:
 
 class Controller:
     def __init__(self, zk: KafkaZkClient, settings: ControllerSettings, epoch: int, epoch_zk_version: int,
-                 channel_connector: Any = None) -> None:
+                 security: Any = None) -> None:
+        """`security`: TLS and SASL for the connections to the brokers' inter-broker listener."""
         self.zk = zk
         self.settings = settings
         self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version)
-        kwargs = {} if channel_connector is None else {"connector": channel_connector}
-        self.channel = ControllerChannel(settings.broker_id, timeout=settings.request_timeout_s, **kwargs)
+        self.channel = ControllerChannel(settings.broker_id, timeout=settings.request_timeout_s, security=security)
         self._send, self._receive = trio.open_memory_channel[Any](math.inf)
         self._reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # target replicas in progress
         self._active = False

@@ -135,7 +135,8 @@ class ReplicaFetcher:
             config = self.replicas.config
             self._client = BrokerClient(f"leader {self.leader}", *address,
                                         client_id=f"replica-fetcher-{self.replicas.node_id}",
-                                        timeout=config.replica_socket_timeout_ms / 1000)
+                                        timeout=config.replica_socket_timeout_ms / 1000,
+                                        security=self.replicas.cluster.client_security)
         return self._client
 
     # -- truncation ---------------------------------------------------------------------------------------------

@@ -76,7 +76,8 @@ class MarkerChannel:
         if client is None:
             client = self._clients[leader] = BrokerClient(f"broker {leader}", *address,
                                                           client_id=f"txn-markers-{self.node_id}",
-                                                          timeout=self.timeout_s)
+                                                          timeout=self.timeout_s,
+                                                          security=self.cluster.client_security)
         else:
             client.retarget(*address)
         body = {"markers": [

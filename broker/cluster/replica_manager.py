@@ -355,7 +355,8 @@ class ReplicaManager:
         body = {"broker_id": self.node_id, "broker_epoch": self.cluster.broker_epoch,
                 "topics": [{"topic_id": self.topics.get(t).topic_id, "partitions": ps} for t, ps in topics.items()]}
         client = BrokerClient(f"controller {controller}", *address, client_id=f"broker-{self.node_id}",
-                              timeout=self.config.controller_socket_timeout_ms / 1000)
+                              timeout=self.config.controller_socket_timeout_ms / 1000,
+                              security=self.cluster.client_security)
         try:
             response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
         except BrokerUnavailable as exc:

@@ -30,8 +30,16 @@ import trio
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.cluster.controller import Controller, ControllerSettings, Resigned
 from broker.config.options import BrokerConfig
+from broker.security.client_side import inter_broker_security
 from broker.services.single_node import CreatedTopic, Node
-from broker.services.topics import INTERNAL_TOPICS, PartitionMetadata, Topic, TopicError, TopicManager
+from broker.services.topics import (
+    INTERNAL_TOPICS,
+    TRANSACTION_STATE_TOPIC,
+    PartitionMetadata,
+    Topic,
+    TopicError,
+    TopicManager,
+)
 from protocol.header import ApiKey, ErrorCode
 from zk import znodes as z
 from zk.errors import AdminError, ControllerMovedError, ZooKeeperError
@@ -75,6 +83,10 @@ class ZkCluster:
         self._pending_creations: set[str] = set()
         self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
         self.on_topics_deleted: list[Any] = []  # callbacks(names): topics gone from the cluster
+        self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
+        # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
+        security = inter_broker_security(config)
+        self.client_security = security if security.ssl_context is not None or security.mechanism else None
         self._nursery: trio.Nursery | None = None
 
     # -- start ------------------------------------------------------------------------------------------------
@@ -190,7 +202,7 @@ class ZkCluster:
             rebalance_interval_s=self.config.leader_imbalance_check_interval_seconds,
             imbalance_percentage=self.config.leader_imbalance_per_broker_percentage,
             request_timeout_s=self.config.controller_socket_timeout_ms / 1000)
-        controller = Controller(self.zk, settings, epoch, epoch_zk_version)
+        controller = Controller(self.zk, settings, epoch, epoch_zk_version, self.client_security)
         self.controller = controller
         self.controller_id = self.node_id
         watch, moved = trio.open_memory_channel[Any](math.inf)
@@ -221,8 +233,8 @@ class ZkCluster:
 
     @property
     def inter_broker_listener(self) -> str:
-        name = getattr(self.config, "inter_broker_listener_name", None)
-        return name or self.config.listeners[0].name
+        """inter.broker.listener.name, or Kafka's rule (the listener of security.inter.broker.protocol)."""
+        return self.config.inter_broker_listener().name
 
     # -- the metadata cache -------------------------------------------------------------------------------------
     def stale_controller(self, controller_epoch: int) -> bool:
@@ -503,6 +515,49 @@ class ZkCluster:
         self.topic_configs[name] = checked
         self.topics.set_configs(name, checked)
 
+    async def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                 partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """KIP-890 verification by the transaction's coordinator on another broker: AddPartitionsToTxn v4 with
+        verify_only. Its errors as Kafka's AddPartitionsToTxnManager gives them to the producer: an unreachable
+        or moved coordinator is the retriable NOT_ENOUGH_REPLICAS."""
+        retry = dict.fromkeys(partitions, ErrorCode.NOT_ENOUGH_REPLICAS)
+        state = self.topics.get(TRANSACTION_STATE_TOPIC)
+        if state is None or not state.partitions:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_TXN_STATE)  # no transaction was ever begun
+        from broker.services.internal_topics import partition_for
+
+        leader = state.partitions[partition_for(transactional_id, len(state.partitions))].leader
+        address = self.inter_broker_address(leader) if leader >= 0 else None
+        if address is None:
+            return retry
+        client = self._verify_clients.get(leader)
+        if client is None:
+            client = self._verify_clients[leader] = BrokerClient(
+                f"transaction coordinator {leader}", *address, client_id=f"broker-{self.node_id}-verify",
+                timeout=self.config.replica_socket_timeout_ms / 1000, security=self.client_security)
+        else:
+            client.retarget(*address)
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            by_topic.setdefault(topic, []).append(index)
+        try:
+            response = await client.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, {"transactions": [{
+                "transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": producer_epoch,
+                "verify_only": True, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}]})
+        except BrokerUnavailable:
+            return retry
+        if response.error_code or not response.results_by_transaction:
+            return retry
+        out = {}
+        for topic in response.results_by_transaction[0].topic_results:
+            for p in topic.results_by_partition:
+                error = ErrorCode(p.partition_error_code)
+                if error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS):
+                    error = ErrorCode.NOT_ENOUGH_REPLICAS
+                out[(topic.name, p.partition_index)] = error
+        return {tp: out.get(tp, ErrorCode.NOT_ENOUGH_REPLICAS) for tp in partitions}
+
     # -- stopping ------------------------------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships elsewhere before it stops (Kafka's
@@ -517,7 +572,8 @@ class ZkCluster:
                 log.info("controlled shutdown: no controller known")
                 return
             client = BrokerClient(f"controller {controller}", *address, client_id=f"broker-{self.node_id}",
-                                  timeout=self.config.controller_socket_timeout_ms / 1000)
+                                  timeout=self.config.controller_socket_timeout_ms / 1000,
+                                  security=self.client_security)
             try:
                 response = await client.request(ApiKey.CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION,
                                                  {"broker_id": self.node_id, "broker_epoch": self.broker_epoch})

@@ -392,6 +392,13 @@ class BrokerConfig:
         check_release(self.kafka_version)
         if self.broker_id < 0 and not self.zookeeper_connect:
             self.broker_id = 0  # the embedded single broker is node 0
+        names = [listener.name for listener in self.listeners]
+        if self.zookeeper_connect and len(set(names)) != len(names):
+            # A cluster's brokers find each other's addresses by listener name (Kafka requires unique names).
+            raise ValueError(f"with --zookeeper every listener needs a name of its own, not {names}: e.g. "
+                             "--listen INTERNAL://0.0.0.0:29092 --listen EXTERNAL://0.0.0.0:9092 -o "
+                             "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT -o "
+                             "inter.broker.listener.name=INTERNAL")
 
         if self.fsync not in FSYNC_POLICIES:
             raise ValueError(f"log.flush.policy must be one of {FSYNC_POLICIES}, not {self.fsync!r}")

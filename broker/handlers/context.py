@@ -3,6 +3,7 @@ endpoint and peer the request came from, and the authenticated principal."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,10 @@ class RequestContext:
     endpoint: Any  # broker.app.Endpoint: the listener the client connected to
     peer: str
     principal: str = ANONYMOUS
+    # Lets the connection start its next request. A Produce calls it once its appends are done: a Produce
+    # that must wait first (KIP-890 verification by another broker) keeps its connection's later requests
+    # behind it, so they still take effect in order. Other handlers release when they start.
+    release: Callable[[], None] = lambda: None
 
     @property
     def client_host(self) -> str:

@@ -3,7 +3,7 @@ answer after a grouped fdatasync for acks=all. No record is decoded here.
 
 Transactional batches (KIP-98): the producer state rejects a non-transactional batch while the producer
 has an open transaction on the partition (INVALID_TXN_STATE) and opens one with the first transactional
-batch; `verify_transaction` is where the transaction coordinator checks that the partition is part of
+batch; `verify_transactions` is where the transaction coordinator checks that the partition is part of
 the producer's transaction before that first batch (KIP-890)."""
 
 from __future__ import annotations
@@ -106,19 +106,37 @@ def has_transactional_records(req: Any) -> bool:
     return False
 
 
-def verify_transaction(broker: Any, transactional_id: str | None, partition: Partition, producer_id: int,
-                       producer_epoch: int) -> ErrorCode:
-    """KIP-890 verification, called before appending a transactional batch when the producer has no open
-    transaction at this epoch on the partition (its first batch there): the transaction coordinator (this
-    broker's, asked synchronously, so nothing can change between the check and the append) must have the
-    partition in the producer's ongoing transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH)."""
-    if not broker.config.transaction_partition_verification_enable or transactional_id is None:
-        return ErrorCode.NONE
-    txns = broker.txns
-    if txns.error_for(transactional_id):
-        # In a cluster the coordinator is usually another broker: not verified here (as before KIP-890).
-        return ErrorCode.NONE
-    return txns.coordinator.producer_in_transaction(producer_id, producer_epoch, (partition.topic, partition.index))
+async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, int], ErrorCode]:
+    """KIP-890 verification, before anything is appended: a transactional batch for a partition where its
+    producer has no open transaction at its epoch (its first batch there) must be for a partition the
+    transaction coordinator has in the producer's ongoing transaction, else INVALID_TXN_STATE (or
+    INVALID_PRODUCER_EPOCH). This broker's coordinator is asked directly; another broker's with
+    AddPartitionsToTxn v4 (verify only), during which the connection's later requests wait (ctx.release)."""
+    broker = ctx.broker
+    txn_id = req.transactional_id
+    if txn_id is None or not broker.config.transaction_partition_verification_enable:
+        return {}
+    wanted: list[tuple[str, int]] = []
+    producer = (-1, -1)
+    for topic_data in req.topic_data:
+        for pdata in topic_data.partition_data:
+            records = pdata.records
+            if not records or len(records) < BATCH_HEADER_SIZE or \
+                    not records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK or records[16] != 2:
+                continue
+            partition = broker.topics.leader_partition(topic_data.name, pdata.index)
+            if isinstance(partition, ErrorCode):
+                continue
+            header = parse_batch_header(records)
+            if not partition.producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
+                wanted.append((topic_data.name, pdata.index))
+                producer = (header.producer_id, header.producer_epoch)
+    if not wanted:
+        return {}
+    if broker.replicas is None or not broker.txns.error_for(txn_id):
+        coordinator = broker.txns.coordinator
+        return {tp: coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
+    return await broker.cluster.verify_transaction(txn_id, *producer, wanted)
 
 
 def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, Any]]:
@@ -219,6 +237,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         await broker.txns.loaded.wait()
         now = broker.now_ms()
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
+    verified = await verify_transactions(ctx, req) if req.transactional_id is not None else {}
     for topic_data in req.topic_data:
         partitions = []
         for pdata in topic_data.partition_data:
@@ -268,9 +287,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             header = parse_batch_header(pdata.records)
             producers = partition.producers
             is_transactional = header.is_transactional
-            if is_transactional and not producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
-                error = verify_transaction(broker, req.transactional_id, partition, header.producer_id,
-                                           header.producer_epoch)
+            if is_transactional:
+                error = verified.get((topic_data.name, pdata.index), ErrorCode.NONE)
                 if error:
                     partitions.append(_response(pdata.index, error, log_start_offset=log.log_start_offset))
                     continue
@@ -312,6 +330,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             partitions.append(response)
         responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
                           "partition_responses": partitions})
+    ctx.release()  # everything is appended: the connection's next request may start
     if appended:
         broker.appends.notify()
     if waits:

@@ -14,7 +14,8 @@ import os
 import struct
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
@@ -315,6 +316,8 @@ class Connection:
         self._slots.append(slot)
         if api.is_async:
             self._unstarted += 1
+            if api.key == ApiKey.PRODUCE:
+                ctx = replace(ctx, release=self._releaser())
             nursery.start_soon(self._run_async, api, ctx, request, slot)
         else:
             self._finish(slot, api, ctx, self._call(api, ctx, request))
@@ -484,8 +487,21 @@ class Connection:
             log.exception("%s v%d from %s failed", api.key.name, ctx.header.api_version, self.peer)
             return CloseConnection
 
+    def _releaser(self) -> Callable[[], None]:
+        """The `release` of one request: lets the next request start, once."""
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._unstarted -= 1
+
+        return release
+
     async def _run_async(self, api: Api, ctx: RequestContext, request: Any, slot: _Slot) -> None:
-        self._unstarted -= 1
+        if api.key != ApiKey.PRODUCE:
+            self._unstarted -= 1  # a Produce releases its connection itself (RequestContext.release)
         # A Fetch long poll (max_wait_ms is the client's choice, up to 2^31 ms) only waits: it ends with the
         # connection. Other handlers finish their work (a coordinator's write) even if the client has gone.
         with trio.CancelScope() as scope:
@@ -500,6 +516,7 @@ class Connection:
                 response = CloseConnection
             finally:
                 self._long_polls.discard(scope)
+                ctx.release()
         if scope.cancelled_caught:
             self._answer(slot, None)
             return

@@ -352,3 +352,40 @@ def _retention(cluster, broker_id: int, topic: str) -> str | None:
                                         "include_synonyms": False, "include_documentation": False})
     entries = answer.results[0].configs
     return entries[0].value if entries else None
+
+
+def test_transactional_batches_are_verified_by_a_coordinator_on_another_broker(minibroker_cluster, topic_name):
+    """KIP-890: a transactional batch for a partition that is not in the producer's transaction is refused
+    (INVALID_TXN_STATE), also when the transaction's coordinator is another broker than the partition's leader
+    (asked with AddPartitionsToTxn v4); added to the transaction first, it is accepted."""
+    from broker.testkit.wire import WireClient
+    from protocol.records import Record, build_batch
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=1)
+    txn_id = "verify-" + topic_name
+    coordinator = cluster.wait_until(lambda: _coordinator_of(cluster, txn_id, key_type=1) if
+                                     _coordinator_of(cluster, txn_id, key_type=1) >= 0 else None, 30, "coordinator")
+    partition = next(p for p in range(3) if cluster.leader(topic_name, p) != coordinator)
+    leader = cluster.leader(topic_name, partition)
+    with WireClient(cluster.broker(coordinator).bootstrap) as c:
+        init = c.request(22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60000,
+                                 "producer_id": -1, "producer_epoch": -1})
+        assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+    batch = build_batch([Record(0, 0, None, b"x")], base_timestamp=int(time.time() * 1000), producer_id=pid,
+                        producer_epoch=epoch, base_sequence=0, is_transactional=True)
+
+    def produce() -> int:
+        with WireClient(cluster.broker(leader).bootstrap) as c:
+            answer = c.request(0, 9, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 30000, "topic_data": [
+                {"name": topic_name, "partition_data": [{"index": partition, "records": batch}]}]})
+        return answer.responses[0].partition_responses[0].error_code
+
+    assert produce() == 48  # INVALID_TXN_STATE: never added to the transaction
+    with WireClient(cluster.broker(coordinator).bootstrap) as c:
+        added = c.request(24, 3, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+                                  "v3_and_below_producer_epoch": epoch,
+                                  "v3_and_below_topics": [{"name": topic_name, "partitions": [partition]}]})
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    assert produce() == 0

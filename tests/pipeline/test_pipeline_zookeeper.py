@@ -31,7 +31,7 @@ def test_jobs_against_a_broker_with_zookeeper_pid_blocks(zookeeper, tmp_path, to
     if reason:
         pytest.skip(reason)
     chroot = f"/pipeline-{uuid.uuid4().hex[:8]}"
-    broker = BrokerProcess(tmp_path / "data", "--zookeeper", zookeeper.address + chroot).start()
+    broker = BrokerProcess(tmp_path / "data", "--zookeeper", zookeeper.address + chroot, "--broker-id", "0").start()
     try:
         write = run_job("jobs.spark_to_kafka", "--bootstrap", broker.bootstrap, "--topic", topic_name,
                         "--generate", str(ROWS), "--partitions", "2", "--spark-partitions", "3",

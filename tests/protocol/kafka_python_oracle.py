@@ -29,6 +29,11 @@ def _classes() -> dict[str, type]:
     return out
 
 
+def known_messages() -> set[str]:
+    """The message names kafka-python has classes for."""
+    return set(_classes())
+
+
 def message_class(name: str) -> type:
     return _classes()[name]
 

@@ -48,6 +48,24 @@ def test_broker_command_line_is_one_the_cli_takes(compose) -> None:
     assert advertised[("localhost", 9092)] == ("0.0.0.0", 9092)
     assert "9092:9092" in broker["ports"]
     assert str(config.data_dir) == broker["volumes"][0].split(":")[1]
+    assert config.inter_broker_listener().name == "INTERNAL"
+
+
+def test_cluster_profile_brokers_are_one_cluster(compose) -> None:
+    """Three brokers on one ZooKeeper chroot, distinct ids, each reachable from the host on its own port."""
+    services = compose["services"]
+    configs = {name: config_from_args(build_parser().parse_args([str(a) for a in services[name]["command"]]))
+               for name in ("broker-1", "broker-2", "broker-3")}
+    assert {c.zookeeper_connect for c in configs.values()} == {"zookeeper:2181/cluster"}
+    assert sorted(c.broker_id for c in configs.values()) == [1, 2, 3]
+    for name, config in configs.items():
+        assert services[name]["profiles"] == ["cluster"]
+        external = next(li for li in config.listeners if li.name == "EXTERNAL")
+        published = services[name]["ports"][0]
+        assert (external.advertised_host, f"{external.port}:{external.port}") == ("localhost", published)
+        internal = next(li for li in config.listeners if li.name == "INTERNAL")
+        assert internal.advertised_host == name and config.inter_broker_listener() is internal
+        assert config.default_replication_factor == 3 and config.min_insync_replicas == 2
 
 
 def test_services_start_in_order_behind_health_checks(compose) -> None:
