@@ -134,6 +134,9 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
     if not wanted:
         return {}
     if broker.replicas is None or not broker.txns.error_for(txn_id):
+        # A single broker's coordinator replays __transaction_state when it first starts (shortly after a
+        # restart): until then it knows no transaction.
+        await broker.txns.loaded.wait()
         coordinator = broker.txns.coordinator
         return {tp: coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
     return await broker.cluster.verify_transaction(txn_id, *producer, wanted)
@@ -231,11 +234,6 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
         return {"responses": [{"name": t.name, "topic_id": t.topic_id, "partition_responses": [
                     _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
                 for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
-    if has_transactional_records(req) and broker.config.transaction_partition_verification_enable:
-        # The KIP-890 check asks the transaction coordinator, which replays __transaction_state when it first
-        # starts (shortly after a restart): until then it knows no transaction.
-        await broker.txns.loaded.wait()
-        now = broker.now_ms()
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
     verified = await verify_transactions(ctx, req) if req.transactional_id is not None else {}
     for topic_data in req.topic_data:
