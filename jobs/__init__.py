@@ -11,6 +11,8 @@ Modules:
     spark_to_kafka   the write job: input (CSV, JSON lines, Parquet or `--generate N`) -> records on a topic
     kafka_to_spark   the read job: a topic (read_committed, one Spark task per Kafka partition) -> DataFrame,
                      written, printed, or checked with `--verify` (row count and duplicate keys)
+    kafka_stream_aggregate  the streaming job on Spark's own Kafka connector: a topic (read_committed) ->
+                     totals per name -> a topic, through Spark's Kafka sink, with a checkpoint
     inputs           reading or generating the input DataFrame, and turning rows into (key, JSON value)
     kafka_writer     what runs in each Spark task of the write job: one kafka-python producer per partition
     kafka_reader     what runs in each Spark task of the read job: one kafka-python consumer per partition

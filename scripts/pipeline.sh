@@ -1,7 +1,9 @@
 #!/bin/sh
 # `make pipeline`: the Spark write job on ROWS generated rows (exactly once) to a fresh topic, then the read job's
-# verification (read_committed: row count, duplicate keys). Starts a broker with its defaults on BOOTSTRAP if
-# nothing answers there (data in a temporary directory, stopped and removed at the end).
+# verification (read_committed: row count, duplicate keys), then the streaming job (Spark's own Kafka connector:
+# totals per name, read_committed, written back through Spark's Kafka sink) and the check of its output. Starts a
+# broker with its defaults on BOOTSTRAP if nothing answers there (data in a temporary directory, stopped and
+# removed at the end).
 set -eu
 PY=${PY:-.venv/bin/python}
 ROWS=${ROWS:-100000}
@@ -18,7 +20,9 @@ answers() {
 
 broker_pid=
 data_dir=
+checkpoint=$(mktemp -d)
 cleanup() {
+    rm -rf "$checkpoint"
     if [ -n "$broker_pid" ]; then
         kill -TERM "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null || true
         rm -rf "$data_dir"
@@ -48,4 +52,10 @@ written=$(date +%s)
 "$PY" -m jobs.kafka_to_spark --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --master "$MASTER" \
     --verify --expect-rows "$ROWS"
 verified=$(date +%s)
-echo "pipeline: $ROWS rows to $TOPIC ($DELIVERY): write job $((written - start)) s, verification $((verified - written)) s" >&2
+"$PY" -m jobs.kafka_stream_aggregate --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --output-topic "$TOPIC-totals" \
+    --checkpoint "$checkpoint/totals" --master "$MASTER"
+"$PY" -m jobs.kafka_stream_aggregate --bootstrap "$BOOTSTRAP" --topic "$TOPIC" --output-topic "$TOPIC-totals" \
+    --master "$MASTER" --verify
+streamed=$(date +%s)
+echo "pipeline: $ROWS rows to $TOPIC ($DELIVERY): write job $((written - start)) s, verification $((verified - written)) s," \
+    "streaming totals and their check $((streamed - verified)) s" >&2

@@ -1,6 +1,6 @@
 """AlterConfigs: replace a topic's overrides, or this broker's dynamic configs (per broker, or the cluster
 default with resource name ""); they are validated, persisted and take effect at once. `alter` also
-serves IncrementalAlterConfigs."""
+serves IncrementalAlterConfigs, which also sets the levels of the broker's loggers (BROKER_LOGGER)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from broker.config import loggers
 from broker.config.dynamic import BROKER_LEVEL, DEFAULT_LEVEL, DynamicConfigError, listeners_value
 from broker.config.options import OPTIONS_BY_NAME
 from broker.config.topic import LIST, TOPIC_CONFIGS, config_type, effective_configs
 from broker.handlers.context import RequestContext
-from broker.security.access import AclOperation, config_resource_error
+from broker.security.access import AclOperation, cluster_authorized, config_resource_error
 from broker.services.topics import TopicError
 from protocol.header import ErrorCode
 
 TOPIC = 2
 BROKER = 4
 GROUP = 32  # KIP-848/KIP-932 group configs (IncrementalAlterConfigs only, as Kafka)
+BROKER_LOGGER = 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -76,6 +78,8 @@ async def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate
         return _alter_broker(ctx, resource, incremental, validate_only)
     if resource.resource_type == GROUP and incremental:
         return _alter_group(ctx, resource, validate_only)
+    if resource.resource_type == BROKER_LOGGER and incremental:  # legacy AlterConfigs does not know it
+        return _alter_loggers(ctx, resource, validate_only)
     if resource.resource_type != TOPIC:
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
     name = resource.resource_name
@@ -138,6 +142,27 @@ def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool) -> tup
         return ErrorCode.INVALID_CONFIG, str(exc)
     except OSError as exc:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+
+
+def _alter_loggers(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    """Kafka's RuntimeLoggerManager: ALTER_CONFIGS on the cluster, this broker's id, SET and DELETE only."""
+    if not cluster_authorized(ctx, AclOperation.ALTER_CONFIGS):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+    nulls = [c.name for c in resource.configs if c.config_operation != DELETE and c.value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    if not resource.resource_name.isdigit():
+        return ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {resource.resource_name}"
+    if int(resource.resource_name) != ctx.broker.node_id:
+        return ErrorCode.INVALID_REQUEST, (f"Unexpected node id. Expected {ctx.broker.node_id}, but received "
+                                           f"{resource.resource_name}")
+    changes = [loggers.LevelChange(c.config_operation, c.name, c.value) for c in resource.configs]
+    try:
+        loggers.validate(changes)
+    except loggers.LoggerConfigError as exc:
+        return ErrorCode[exc.error], exc.message
+    if not validate_only:
+        loggers.apply(changes)
     return ErrorCode.NONE, None
 
 

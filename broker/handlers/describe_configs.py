@@ -1,11 +1,13 @@
-"""DescribeConfigs: topic configs (override or broker default, with Kafka's sources and synonyms) and this
-broker's own settings (static, or dynamic: see broker.dynamic_config; the others are read-only)."""
+"""DescribeConfigs: topic configs (override or broker default, with Kafka's sources and synonyms), this
+broker's own settings (static, or dynamic: see broker.dynamic_config; the others are read-only) and its
+loggers' levels (BROKER_LOGGER, broker.config.loggers)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from broker.config import loggers
 from broker.config.dynamic import (
     BROKER_LEVEL,
     DEFAULT_LEVEL,
@@ -20,23 +22,20 @@ from broker.config.group_configs import GROUP_CONFIGS
 from broker.config.options import OPTIONS, BrokerConfig
 from broker.config.topic import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, config_type, topic_configs
 from broker.handlers.context import RequestContext
-from broker.security.access import AclOperation, config_resource_error
+from broker.security.access import AclOperation, cluster_authorized, config_resource_error
 from broker.services.topics import TopicError, validate_topic_name
 from protocol.header import ErrorCode
 
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
-DYNAMIC_BROKER_LOGGER_CONFIG = 6
-# Python's level names as Log4j names them (kafka-configs --entity-type broker-loggers shows these).
-_LOG4J_LEVELS = {"WARNING": "WARN", "CRITICAL": "FATAL", "NOTSET": "ALL"}
-_OWN_LOGGERS = ("broker", "protocol", "coordinator", "zk")
 # Kafka's ConfigSource
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 DYNAMIC_GROUP_CONFIG = 8
 GROUP = 32
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 _DEFAULTS = BrokerConfig()
 _BROKER_OPTIONS = {o.kafka_name: o for o in OPTIONS}
@@ -232,21 +231,19 @@ def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms:
     return out
 
 
-def _logger_configs(keys: set[str] | None) -> list[dict[str, Any]]:
-    """This broker's loggers and their effective levels, as Kafka describes its Log4j loggers ("root" first)."""
-    import logging
-
-    names = ["root", *sorted(n for n in logging.root.manager.loggerDict if n.split(".")[0] in _OWN_LOGGERS)]
-    out = []
-    for name in names:
-        if keys is not None and name not in keys:
-            continue
-        logger = logging.getLogger() if name == "root" else logging.getLogger(name)
-        level = logging.getLevelName(logger.getEffectiveLevel())
-        out.append({"name": name, "value": _LOG4J_LEVELS.get(level, level), "read_only": False,
-                    "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_default": False, "is_sensitive": False,
-                    "synonyms": [], "config_type": 0, "documentation": ""})
-    return out
+def _logger_configs(ctx: RequestContext, name: str, keys: set[str] | None) -> dict[str, Any]:
+    """Kafka's ConfigHelper for BROKER_LOGGER: every logger and its level, DESCRIBE_CONFIGS on the cluster."""
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+    if not name:
+        return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": "Broker id must not be empty"}
+    if name != str(ctx.broker.node_id):
+        return {"error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": f"Unexpected broker id, expected {ctx.broker.node_id} but received {name}"}
+    return {"configs": [{"name": logger, "value": level, "read_only": False,
+                         "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_default": False, "is_sensitive": False,
+                         "synonyms": [], "config_type": 0, "documentation": ""}
+                        for logger, level in sorted(loggers.levels().items()) if keys is None or logger in keys]}
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -282,8 +279,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["configs"] = _default_level_configs(ctx, keys, synonyms, version)
             else:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
-        elif r.resource_type == BROKER_LOGGER and r.resource_name == str(ctx.broker.node_id):
-            result["configs"] = _logger_configs(keys)
+        elif r.resource_type == BROKER_LOGGER:
+            result.update(_logger_configs(ctx, r.resource_name, keys))
         elif r.resource_type == GROUP:
             result["configs"] = [
                 {"name": name, "value": value, "read_only": False,

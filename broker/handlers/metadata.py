@@ -37,8 +37,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         topics = [topic_metadata(ctx, t, include_ops) for t in broker.topics
                   if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
-        for wanted in req.topics:
-            topics.append(_requested(ctx, wanted, allow_create, include_ops))
+        # KafkaApis: a request that names any topic by id is answered by id, the names ignored (the Java
+        # client sends "", the field's default, beside an id), and so are the topics given without an id.
+        by_id = [t for t in req.topics if (getattr(t, "topic_id", None) or ZERO_UUID) != ZERO_UUID]
+        for wanted in by_id or req.topics:
+            topics.append(_requested(ctx, wanted, allow_create, include_ops, bool(by_id)))
     cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and req.include_cluster_authorized_operations:
         cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, "kafka-cluster") \
@@ -55,11 +58,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     }
 
 
-def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops: bool) -> dict[str, Any]:
+def _requested(ctx: RequestContext, wanted: Any, allow_create: bool, include_ops: bool,
+               by_id: bool) -> dict[str, Any]:
     broker = ctx.broker
     name = wanted.name
     topic_id = getattr(wanted, "topic_id", ZERO_UUID) or ZERO_UUID
-    if name is None:
+    if by_id or name is None:
         topic = broker.topics.get_by_id(topic_id)
         if topic is None:
             return topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)

@@ -150,6 +150,9 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
         return await broker.cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
     if add:
         return dict.fromkeys(wanted, await _add_to_transaction(broker, txn_id, *producer, wanted))
+    # The coordinator replays __transaction_state when it starts (shortly after a restart): until then it knows
+    # no transaction.
+    await txns.loaded.wait()
     return {tp: txns.coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
 
 

@@ -28,6 +28,26 @@ def spark_available() -> str | None:
     return None
 
 
+# Why Spark's Kafka connector is not on the session's classpath (None: it is).
+_connector_missing: str | None = "the Spark session has not started"
+
+
+def _with_connector(conf: dict[str, str]) -> dict[str, str]:
+    """`conf` with Spark's Kafka connector (fetched with Maven) for the streaming job, when it can be had."""
+    global _connector_missing
+    from jobs.kafka_stream_aggregate import with_connector
+    from tests.kafka_jars import Unavailable
+
+    try:
+        # Spark keeps its Kafka sink's producers for reuse: closed soon, they do not outlive a test's broker.
+        conf = with_connector({**conf, "spark.kafka.producer.cache.timeout": "2s",
+                               "spark.kafka.producer.cache.evictorThreadRunInterval": "1s"})
+        _connector_missing = None
+    except Unavailable as exc:
+        _connector_missing = str(exc)
+    return conf
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     reason = spark_available()
@@ -37,8 +57,19 @@ def spark() -> Iterator[Any]:
         pytest.skip(reason)
     from jobs.spark_session import spark_session
 
-    with spark_session("minibroker-pipeline-tests", MASTER, TEST_SPARK_CONF, progress=False) as session:
+    conf = _with_connector(TEST_SPARK_CONF)
+    with spark_session("minibroker-pipeline-tests", MASTER, conf, progress=False) as session:
         yield session
+
+
+@pytest.fixture
+def spark_with_kafka_connector(spark: Any) -> Any:
+    """The session, with Spark's own Kafka connector (spark-sql-kafka-0-10) on its classpath."""
+    if _connector_missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"Spark's Kafka connector: {_connector_missing}")
+        pytest.skip(f"Spark's Kafka connector: {_connector_missing}")
+    return spark
 
 
 def read_topic_plainly(bootstrap: str, topic: str, isolation_level: str) -> list[tuple[int, str, str]]:

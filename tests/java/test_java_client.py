@@ -1,0 +1,66 @@
+"""Apache Kafka's Java client against the fixture broker: the checks of tests/java/src/minibroker/check (plain
+and idempotent producers with each codec, transactions, classic consumer groups, the AdminClient), one JVM per
+area, for the newest client under the default and a 4.x profile and for the 3.9 client under the 3.9 profile.
+Each check asserts its results in Java; a failing one is reported with its message and stack trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.java import jvm
+from tests.kafka_wire import WireClient
+
+CONSUMER_GROUP_HEARTBEAT = 68
+
+MATRIX = [
+    pytest.param("4.4", id="client-4.4-profile-default"),
+    pytest.param("4.4", id="client-4.4-profile-4.1", marks=pytest.mark.minibroker(kafka_version="4.1")),
+    pytest.param("3.9", id="client-3.9-profile-3.9", marks=pytest.mark.minibroker(kafka_version="3.9")),
+]
+AREAS = ["producer.", "transactions.", "consumer.", "admin."]
+
+
+@pytest.mark.parametrize("area", AREAS)
+@pytest.mark.parametrize("release", MATRIX)
+def test_java_client(release: str, area: str, minibroker: str) -> None:
+    results = jvm.require(jvm.run_checks, release, minibroker, [area])
+    assert len(results) > 1
+    assert all(r.ok for r in results), jvm.failures(results)
+
+
+def test_java_client_through_faults(minibroker_server) -> None:
+    """Responses lost after the append, NOT_LEADER_OR_FOLLOWER, fetch connections dropped: the idempotent
+    producer's retries are deduplicated (its checks hold: every record once, at its offset), transactions and a
+    cooperative group carry on."""
+    broker = minibroker_server
+    broker.drop_produce_response(count=3)
+    broker.inject_error("PRODUCE", "NOT_LEADER_OR_FOLLOWER", count=3)
+    broker.drop_connection("FETCH", when="after_response", count=2)
+    results = jvm.require(jvm.run_checks, "4.4", broker.bootstrap,
+                          ["producer.idempotent", "transactions.commit_abort", "consumer.group_cooperative"])
+    assert all(r.ok for r in results), jvm.failures(results)
+    assert broker.faults() == []  # every rule was used up
+
+
+def test_java_client_on_a_cluster(minibroker_cluster) -> None:
+    """The producer, transaction and group checks on three brokers: partitions, coordinators and transaction
+    markers spread over them."""
+    results = jvm.require(jvm.run_checks, "4.4", minibroker_cluster.bootstrap,
+                          ["producer.", "transactions.", "consumer."])
+    assert len(results) > 10
+    assert all(r.ok for r in results), jvm.failures(results)
+
+
+def serves(bootstrap: str, api_key: int) -> bool:
+    with WireClient(bootstrap) as client:
+        answer = client.request(18, 3, {"client_software_name": "minibroker-tests", "client_software_version": "1"})
+    return any(api.api_key == api_key for api in answer.api_keys)
+
+
+@pytest.mark.minibroker(kafka_version="4.1")
+def test_java_consumer_group_protocol(minibroker: str) -> None:
+    """group.protocol=consumer (KIP-848): two members share a topic's partitions, every record read once."""
+    if not serves(minibroker, CONSUMER_GROUP_HEARTBEAT):
+        pytest.skip("the broker does not serve ConsumerGroupHeartbeat (KIP-848, issue 24) under the 4.1 profile")
+    results = jvm.require(jvm.run_checks, "4.4", minibroker, ["consumer_protocol."])
+    assert all(r.ok for r in results), jvm.failures(results)
