@@ -287,13 +287,10 @@ class ProducerStateManager:
         return expired
 
     def remove_before(self, offset: int) -> None:
-        """After DeleteRecords/retention: drop producers whose last batch is gone from the log (not those
-        with an open transaction: its marker is still to come), and aborted transactions wholly below
-        `offset` (Kafka deletes a segment's transaction index with the segment)."""
-        gone = [pid for pid, e in self.producers.items()
-                if e.batches and e.batches[-1].last_offset < offset and e.current_txn_first_offset is None]
-        for pid in gone:
-            del self.producers[pid]
+        """After DeleteRecords/retention moved the log start offset: forget the aborted transactions wholly
+        below `offset` (Kafka deletes a segment's transaction index with the segment). Producers are kept,
+        their data gone or not (Kafka's onLogStartOffsetIncremented since KIP-360): a producer whose records
+        were deleted continues its sequence; producer.id.expiration.ms forgets it."""
         self.drop_aborted_before(offset)
 
     def drop_aborted_before(self, offset: int) -> None:
