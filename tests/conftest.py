@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.zookeeper_server import ZooKeeperServer, available
+from broker.testkit.zookeeper import ZooKeeperServer, available
 
 
 @pytest.fixture(scope="session")

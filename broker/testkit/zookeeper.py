@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,18 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def die_with_parent() -> None:
+    """In the child before exec: Linux kills it when the thread that started it ends (PR_SET_PDEATHSIG), so a
+    test run killed by a timeout, or a cluster stopped with a signal, leaves no JVM behind. Start such children
+    from a thread that lives as long as they should (the main thread)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _ruok(port: int) -> bool:
@@ -61,7 +74,8 @@ class ZooKeeperServer:
         self.proc = subprocess.Popen(
             ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.dir), "-cp", CLASSPATH,
              "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.dir / "zoo.cfg")],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=die_with_parent if threading.current_thread() is threading.main_thread() else None)
         log.close()
         deadline = time.monotonic() + timeout
         while not _ruok(self.port):

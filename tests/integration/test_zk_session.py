@@ -10,7 +10,7 @@ import pytest
 import trio
 from kazoo.client import KazooClient
 
-from tests.zookeeper_server import ZooKeeperServer, available
+from broker.testkit.zookeeper import ZooKeeperServer, available
 from zk.errors import MultiOpError, ZooKeeperUnavailableError
 from zk.session import (
     BadVersionError,

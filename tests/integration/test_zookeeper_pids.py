@@ -11,9 +11,9 @@ import uuid
 import pytest
 
 from broker.testkit import BrokerProcess
+from broker.testkit.zookeeper import ZooKeeperServer, available
 from tests.integration.conftest import wait_until
 from tests.kafka_wire import WireClient, idempotent_batch
-from tests.zookeeper_server import ZooKeeperServer, available
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
 

@@ -48,7 +48,7 @@ class _ZooKeeper:
 
     def address(self) -> str:
         if self.server is None:
-            from tests.zookeeper_server import ZooKeeperServer, available
+            from broker.testkit.zookeeper import ZooKeeperServer, available
 
             if not available():
                 raise kafka_jars.Unavailable("ZooKeeper is not installed (Debian: apt-get install zookeeper)")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.testkit.zookeeper import die_with_parent
 from tests.reference import releases
 
 # A reference answers a few hundred requests: start fast, stay small.
@@ -37,17 +38,6 @@ JVM_OPTIONS = ["-Xms64m", "-Xmx384m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerial
 SHARED_CONFIG = {"log.retention.check.interval.ms": str(7 * 86_400_000)}
 # Kafka only: a consumer alone in a group starts at once (minibroker's documented default, README).
 BASE_CONFIG = {**SHARED_CONFIG, "group.initial.rebalance.delay.ms": "0"}
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: Linux kills it when the process that started it dies (a test run killed by
-    a timeout leaves no JVM behind)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def free_port() -> int:
@@ -237,7 +227,7 @@ class KafkaCluster:
         out = open(node.dir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child process
         node.proc = subprocess.Popen(self._java(node, "kafka.Kafka", str(node.dir / "server.properties")),
                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=die_with_parent)
         out.close()
 
     def wait_ready(self, timeout: float = 120.0, nodes: list[int] | None = None) -> None:

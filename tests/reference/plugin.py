@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from broker.testkit.zookeeper import ZooKeeperServer, available
 from tests import kafka_jars
 from tests.reference.reference import KafkaReference, ReferencePool
-from tests.zookeeper_server import ZooKeeperServer, available
 
 
 class _ZooKeeper:
