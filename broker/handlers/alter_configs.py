@@ -142,6 +142,7 @@ def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool) -> tup
         return ErrorCode.INVALID_CONFIG, str(exc)
     except OSError as exc:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    return ErrorCode.NONE, None
 
 
 def _alter_loggers(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
