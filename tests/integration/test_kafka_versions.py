@@ -93,7 +93,10 @@ def test_apiversions_v3_carries_the_release_features(minibroker: str) -> None:
     with WireClient(minibroker) as wire:
         answer = wire.request(API_VERSIONS, 3, {"client_software_name": "wire", "client_software_version": "1"})
     assert answer.error_code == 0
-    assert [(f.name, f.max_version_level) for f in answer.finalized_features] == [("metadata.version", 27)]
+    # Kafka 4.1 finalizes group.version 1 and transaction.version 2 (KIP-848 and TV2 on by default); share.version
+    # 1 is minibroker's deliberate addition (a real 4.1 leaves the share group preview off: tests/reference/known.py).
+    assert [(f.name, f.max_version_level) for f in answer.finalized_features] == [
+        ("metadata.version", 27), ("group.version", 1), ("transaction.version", 2), ("share.version", 1)]
 
 
 @pytest.mark.minibroker(kafka_version="3.9")
