@@ -122,10 +122,14 @@ class CheckResult:
     trace: str | None = None
 
 
-def run_checks(release: str, bootstrap: str, selectors: list[str], timeout: float = 600) -> list[CheckResult]:
-    """Runs minibroker.check.Main's checks named by `selectors` in one JVM; returns one result per check."""
+def run_checks(release: str, bootstrap: str, selectors: list[str], timeout: float = 600,
+               zookeeper_mode: bool = False) -> list[CheckResult]:
+    """Runs minibroker.check.Main's checks named by `selectors` in one JVM; returns one result per check.
+    `zookeeper_mode`: the broker plays a ZooKeeper-mode Kafka (a 3.x profile), which reports no features."""
     classes = build(release, sources())
-    proc = run(release, classes, "minibroker.check.Main", "--bootstrap", bootstrap, *selectors, timeout=timeout)
+    mode = ["--zookeeper-mode"] if zookeeper_mode else []
+    proc = run(release, classes, "minibroker.check.Main", "--bootstrap", bootstrap, *mode, *selectors,
+               timeout=timeout)
     results = [CheckResult(**json.loads(line)) for line in proc.stdout.splitlines() if line.startswith("{")]
     if not results or (proc.returncode != 0 and all(r.ok for r in results)):
         raise AssertionError(f"the checks did not run (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-5000:]}")

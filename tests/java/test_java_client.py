@@ -12,18 +12,19 @@ from tests.kafka_wire import WireClient
 
 CONSUMER_GROUP_HEARTBEAT = 68
 
+# (client release, whether the profile is a ZooKeeper-mode one: the default is 3.9)
 MATRIX = [
-    pytest.param("4.4", id="client-4.4-profile-default"),
-    pytest.param("4.4", id="client-4.4-profile-4.1", marks=pytest.mark.minibroker(kafka_version="4.1")),
-    pytest.param("3.9", id="client-3.9-profile-3.9", marks=pytest.mark.minibroker(kafka_version="3.9")),
+    pytest.param("4.4", True, id="client-4.4-profile-default"),
+    pytest.param("4.4", False, id="client-4.4-profile-4.1", marks=pytest.mark.minibroker(kafka_version="4.1")),
+    pytest.param("3.9", True, id="client-3.9-profile-3.9", marks=pytest.mark.minibroker(kafka_version="3.9")),
 ]
 AREAS = ["producer.", "transactions.", "consumer.", "admin."]
 
 
 @pytest.mark.parametrize("area", AREAS)
-@pytest.mark.parametrize("release", MATRIX)
-def test_java_client(release: str, area: str, minibroker: str) -> None:
-    results = jvm.require(jvm.run_checks, release, minibroker, [area])
+@pytest.mark.parametrize(("release", "zookeeper_mode"), MATRIX)
+def test_java_client(release: str, zookeeper_mode: bool, area: str, minibroker: str) -> None:
+    results = jvm.require(jvm.run_checks, release, minibroker, [area], zookeeper_mode=zookeeper_mode)
     assert len(results) > 1
     assert all(r.ok for r in results), jvm.failures(results)
 

@@ -366,13 +366,25 @@ def test_kafka_leader_election_and_reassign_partitions(minibroker_server, tmp_pa
                                                        bootstrap=bootstrap).stdout
 
 
-def test_kafka_features_and_broker_api_versions(minibroker):
-    from broker.server.dispatch import version_profile
+def test_kafka_features_of_a_zookeeper_mode_profile(minibroker):
+    # The default profile is Kafka 3.9 in ZooKeeper mode, whose brokers report no KIP-584 features.
+    assert "Feature:" not in tool("kafka-features", "describe", bootstrap=minibroker).stdout
 
+
+@pytest.mark.minibroker(kafka_version="4.1")
+def test_kafka_features_of_a_kraft_profile(minibroker):
     features = tool("kafka-features", "describe", bootstrap=minibroker).stdout
-    assert re.search(r"Feature: metadata\.version\s+SupportedMinVersion: .*\s+SupportedMaxVersion: 3\.9-IV0\s+"
-                     r"FinalizedVersionLevel: 3\.9-IV0\s+Epoch: 1", features), features
+    assert re.search(r"Feature: metadata\.version\s+SupportedMinVersion: 3\.3-IV3\s+SupportedMaxVersion: 4\.1-IV1\s+"
+                     r"FinalizedVersionLevel: 4\.1-IV1\s+Epoch: 1", features), features
     assert re.search(r"Feature: kraft\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1", features)
+    assert re.search(r"Feature: group\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+"
+                     r"FinalizedVersionLevel: 1", features), features
+    assert re.search(r"Feature: transaction\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+"
+                     r"FinalizedVersionLevel: 2", features), features
+
+
+def test_kafka_broker_api_versions(minibroker):
+    from broker.server.dispatch import version_profile
 
     listed = tool("kafka-broker-api-versions", bootstrap=minibroker).stdout
     assert listed.startswith(f"{minibroker} (id: 0 rack: null")

@@ -508,8 +508,14 @@ final class AdminChecks {
             Expect.isTrue(clusterId != null && !clusterId.isEmpty(), "a cluster id");
 
             FeatureMetadata features = get(admin.describeFeatures().featureMetadata());
-            Expect.isTrue(features.supportedFeatures().containsKey("metadata.version"),
-                    "metadata.version among the supported features: " + features.supportedFeatures());
+            if (kafka.zookeeperMode) {
+                // Kafka 3.9 in ZooKeeper mode answers ApiVersions with no features at all.
+                Expect.isTrue(features.supportedFeatures().isEmpty() && features.finalizedFeatures().isEmpty(),
+                        "no features from a ZooKeeper-mode broker: " + features.supportedFeatures());
+            } else {
+                Expect.isTrue(features.supportedFeatures().containsKey("metadata.version"),
+                        "metadata.version among the supported features: " + features.supportedFeatures());
+            }
 
             String dir = get(admin.describeReplicaLogDirs(List.of(new TopicPartitionReplica(topic, 0, node.id())))
                     .all()).values().iterator().next().getCurrentReplicaLogDir();

@@ -28,10 +28,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *  that does not answer fails a check within its deadline instead of hanging it. */
 public final class Kafka {
     public final String bootstrap;
+    /** The broker plays a ZooKeeper-mode Kafka (a 3.x profile): it reports no KIP-584 features, as Kafka 3.9's
+     *  ZooKeeper-mode brokers do. */
+    public final boolean zookeeperMode;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
 
-    public Kafka(String bootstrap) {
+    public Kafka(String bootstrap, boolean zookeeperMode) {
         this.bootstrap = bootstrap;
+        this.zookeeperMode = zookeeperMode;
     }
 
     /** A name unique to this run: checks never see each other's topics, groups or transactional ids. */

@@ -15,7 +15,7 @@ import java.util.concurrent.TimeoutException;
 /**
  * Runs Java-client checks against a broker, several in one JVM (its start-up costs more than most checks):
  *
- *   java -cp CLASSPATH minibroker.check.Main --bootstrap 127.0.0.1:9092 producer. admin.topics
+ *   java -cp CLASSPATH minibroker.check.Main --bootstrap 127.0.0.1:9092 [--zookeeper-mode] producer. admin.topics
  *
  * Each argument selects the checks whose name is it or starts with it. One JSON line per check goes to stdout:
  * {"check": NAME, "ok": true|false, "seconds": S, "error": MESSAGE, "trace": STACK}; the exit status is 0 only
@@ -39,11 +39,13 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         String bootstrap = "127.0.0.1:9092";
         double timeout = 120;
+        boolean zookeeperMode = false;
         List<String> selectors = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap": bootstrap = args[++i]; break;
                 case "--timeout": timeout = Double.parseDouble(args[++i]); break;
+                case "--zookeeper-mode": zookeeperMode = true; break;
                 default: selectors.add(args[i]);
             }
         }
@@ -64,7 +66,7 @@ public final class Main {
                 System.exit(2);
             }
         }
-        Kafka kafka = new Kafka(bootstrap);
+        Kafka kafka = new Kafka(bootstrap, zookeeperMode);
         ExecutorService executor = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "check");
             t.setDaemon(true);
