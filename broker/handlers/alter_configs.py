@@ -76,7 +76,8 @@ async def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate
                  ) -> tuple[ErrorCode, str | None]:
     if resource.resource_type == BROKER:
         return _alter_broker(ctx, resource, incremental, validate_only)
-    if resource.resource_type == GROUP and incremental:
+    if resource.resource_type == GROUP and incremental and ctx.broker.versions.since("4.0"):
+        # Group configs came with KRaft's group coordinator; a ZooKeeper-mode 3.x broker refuses the type.
         return _alter_group(ctx, resource, validate_only)
     if resource.resource_type == BROKER_LOGGER and incremental:  # legacy AlterConfigs does not know it
         return _alter_loggers(ctx, resource, validate_only)

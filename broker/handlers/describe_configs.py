@@ -281,7 +281,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, version)
         elif r.resource_type == BROKER_LOGGER:
             result.update(_logger_configs(ctx, r.resource_name, keys))
-        elif r.resource_type == GROUP:
+        elif r.resource_type == GROUP and ctx.broker.versions.since("4.0"):  # as in alter_configs
             result["configs"] = [
                 {"name": name, "value": value, "read_only": False,
                  "config_source": DYNAMIC_GROUP_CONFIG if own else DEFAULT_CONFIG,

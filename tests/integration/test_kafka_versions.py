@@ -255,3 +255,24 @@ def test_list_config_resources(minibroker: str) -> None:
         assert wire.request(74, 1, {"resource_types": [99]}).error_code == ErrorCode.INVALID_REQUEST
         v0 = wire.request(74, 0, {})
         assert (v0.error_code, list(v0.config_resources)) == (0, [])
+
+
+@pytest.mark.parametrize(("release", "error"), [
+    pytest.param("3.9", ErrorCode.INVALID_REQUEST, marks=pytest.mark.minibroker(kafka_version="3.9")),
+    pytest.param("4.1", ErrorCode.NONE, marks=pytest.mark.minibroker(kafka_version="4.1")),
+])
+def test_group_configs_come_with_the_4_x_profiles(release: str, error: ErrorCode, minibroker: str) -> None:
+    # Group configs (KIP-848/KIP-932) are KRaft's: Kafka 3.9 in ZooKeeper mode refuses the resource type, Kafka 4
+    # alters and describes it (librdkafka's 0081-admin expects exactly this split).
+    incremental_alter_configs, describe_configs, group = 44, 32, 32
+    with WireClient(minibroker) as wire:
+        altered = wire.request(incremental_alter_configs, 1, {"validate_only": False, "resources": [{
+            "resource_type": group, "resource_name": "my-group", "configs": [
+                {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}]}]})
+        described = wire.request(describe_configs, 4, {"resources": [{
+            "resource_type": group, "resource_name": "my-group", "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": False})
+    assert altered.responses[0].error_code == error
+    assert described.results[0].error_code == error
+    if error == ErrorCode.NONE:
+        assert {c.name: c.value for c in described.results[0].configs}["consumer.session.timeout.ms"] == "50000"
