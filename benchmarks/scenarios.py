@@ -6,23 +6,58 @@ small messages, 20k x 10 KiB large ones, acks=all, linger.ms=5."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import procfs
 
-BROKER_PID: int | None = None  # set by the runner in the scenario's process
+if TYPE_CHECKING:
+    from benchmarks.brokers import BrokerSpec, RunningBroker
+
+# Set by the runner in the scenario's process: the processes whose CPU the figures count (the broker under
+# test, or the brokers a scenario started for itself), and how that broker is started.
+BROKER_PIDS: tuple[int, ...] = ()
+BROKER_SPEC: BrokerSpec | None = None
 
 
 def broker_cpu() -> float:
-    """The broker's CPU seconds so far (0 when unknown): scenarios bracket their timed part with it."""
-    value = procfs.cpu_seconds(BROKER_PID) if BROKER_PID else None
-    return value or 0.0
+    """The brokers' CPU seconds so far (0 when unknown): scenarios bracket their timed part with it."""
+    return sum(procfs.cpu_seconds(pid) or 0.0 for pid in BROKER_PIDS)
+
+
+@contextlib.contextmanager
+def counting(pids: tuple[int, ...]) -> Iterator[None]:
+    """broker_cpu() counts these processes meanwhile: a scenario's own brokers."""
+    global BROKER_PIDS
+    saved, BROKER_PIDS = BROKER_PIDS, pids
+    try:
+        yield
+    finally:
+        BROKER_PIDS = saved
+
+
+@contextlib.contextmanager
+def own_broker(spec: BrokerSpec) -> Iterator[RunningBroker]:
+    """A fresh broker started as the one under test is (brokers.start), stopped and removed afterwards."""
+    from benchmarks import brokers
+
+    broker = brokers.start(spec)
+    try:
+        with counting((broker.pid,)):
+            yield broker
+    finally:
+        broker.stop()
+
+
+def _spec() -> BrokerSpec:
+    assert BROKER_SPEC is not None, "set by the runner"
+    return BROKER_SPEC
 
 
 @dataclass
@@ -440,27 +475,23 @@ def kafka_consumer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any
 
 def _tls(run: Callable[[str, dict, str], dict[str, Any]]) -> dict[str, Any]:
     """`run(tls_bootstrap, client_settings, plaintext_bootstrap)` against a minibroker of its own with an SSL
-    listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), started as the main
-    one is; its CPU is what the figures count. Compare with the plaintext rows of the same scenario."""
+    listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), in the mode of the
+    one under test; its CPU is what the figures count. Compare with the plaintext rows of the same scenario."""
     import tempfile
 
     from benchmarks import brokers
     from broker.testkit.security import main as make_certs
 
-    global BROKER_PID
     certs = tempfile.mkdtemp(prefix="bench-certs-")
     make_certs([certs, "--host", "127.0.0.1", "--host", "localhost"])
     tls_port = brokers.free_port()
-    spec = brokers.minibroker_spec("--listen", f"SSL://127.0.0.1:{tls_port}",
-                                   "-o", f"ssl.keystore.location={certs}/broker.pem")
-    broker = brokers.start(spec)
-    main_pid, BROKER_PID = BROKER_PID, broker.pid
-    try:
+    spec = _spec()
+    spec = brokers.BrokerSpec(spec.name, [*spec.command, "--listen", f"SSL://127.0.0.1:{tls_port}",
+                                          "-o", f"ssl.keystore.location={certs}/broker.pem"],
+                              minibroker_args=spec.minibroker_args)
+    with own_broker(spec) as broker:
         settings = {"security.protocol": "ssl", "ssl.ca.location": f"{certs}/ca.pem"}
         return run(f"127.0.0.1:{tls_port}", settings, broker.bootstrap)
-    finally:
-        BROKER_PID = main_pid
-        broker.stop()
 
 
 def produce_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
@@ -480,10 +511,11 @@ def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
 class Scenario:
     name: str
     run: Callable[[str, Params, str], dict[str, Any]]
-    metric: str  # the headline figure
+    metric: str  # the headline figure, the row named as the scenario
     unit: str
     higher_is_better: bool
     minibroker_only: bool = False  # a minibroker feature the other broker is not set up for (TLS)
+    also: tuple[tuple[str, str], ...] = ()  # more rows from the same runs: (row, field), same unit and direction
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -507,7 +539,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("consume_kp_small", lambda b, p, x: consume_kafka_python(b, p, x, None), "msgs_per_s", "msg/s", True),
     Scenario("consume_kp_old_format", lambda b, p, x: consume_kafka_python(b, p, x, (0, 10, 1)),
              "msgs_per_s", "msg/s", True),
-    Scenario("latency_p50", latency, "p50_ms", "ms", False),
+    Scenario("latency_p50", latency, "p50_ms", "ms", False, also=(("latency_p99", "p99_ms"),)),
     Scenario("txn", transactions, "txns_per_s", "txn/s", True),
     Scenario("group_join", group_join, "median_ms", "ms", False),
     # Kafka's own tools as a second, standard measurement (need Java and the kafka-tools jars).
