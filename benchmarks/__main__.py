@@ -4,7 +4,7 @@ installed) and Apache Kafka (when its jars can be fetched and Java runs), in the
 
     python -m benchmarks                 # full run, results in benchmarks/results/
     python -m benchmarks --quick         # a short run, to check the benchmark itself
-    python -m benchmarks --scale         # also 1/10/100 partitions and 1/10/100 concurrent producers
+    python -m benchmarks --scale         # also 1/10/100/1000 partitions and 1/10/100 concurrent producers
     python -m benchmarks --only minibroker-nofsync --scenarios latency_p50,txn
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from benchmarks import brokers, chart, procfs, report, runner
 from benchmarks.scenarios import SCENARIOS, Params
 
-SCALE_POINTS = [(1, 1), (10, 1), (100, 1), (1, 10), (1, 100)]  # (partitions, producers)
+SCALE_POINTS = [(1, 1), (10, 1), (100, 1), (1000, 1), (1, 10), (1, 100)]  # (partitions, producers)
 
 
 def _run_broker(spec: brokers.BrokerSpec, names: list[str], params: Params, repeat: int, scale: bool,
