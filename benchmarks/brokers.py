@@ -228,3 +228,16 @@ def start(spec: BrokerSpec, timeout: float = 60.0, idle_settle_s: float = 1.0) -
     return RunningBroker(spec, port, proc, data_dir, round(startup * 1000, 1), procfs.rss_kib(proc.pid),
                          log_path, command, started)
 
+
+def restart(broker: RunningBroker, sig: signal.Signals, timeout: float = 120.0) -> float:
+    """Stop the broker with `sig` (SIGTERM: a clean stop; SIGKILL: a crash), then start it again on the same
+    port and data; returns the seconds the stop took. Afterwards `broker.startup_ms` is the restart's time
+    from exec to its first ApiVersions answer and `broker.started_at` its exec."""
+    stopping = time.perf_counter()
+    os.killpg(broker.proc.pid, sig)
+    broker.proc.wait(timeout)
+    stopped = time.perf_counter() - stopping
+    broker.proc, broker.started_at, startup = _launch(broker.spec.name, broker.command, broker.port,
+                                                      broker.log_path, timeout)
+    broker.startup_ms = round(startup * 1000, 1)
+    return stopped

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import statistics
 import time
 import uuid
@@ -73,6 +74,8 @@ class Params:
     join_trials: int = 3
     partitions: int = 1
     producers: int = 1
+    many_partitions: int = 1000  # the restart and per-partition memory rows
+    restart_msgs: int = 5  # per partition, before the restart
     timeout: float = 180.0
 
     @classmethod
@@ -507,6 +510,51 @@ def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
     return _tls(lambda tls, settings, plain: consume(tls, p, prefix, n, size, settings, admin_bootstrap=plain))
 
 
+def latest_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """{partition: log end offset} by one ListOffsets (latest) for every partition of the topic; a partition
+    answered with an error is left out."""
+    from broker.testkit.wire import WireClient
+
+    with WireClient(bootstrap, timeout=10, client_id="bench") as client:
+        answer = client.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": i, "current_leader_epoch": -1, "timestamp": -1}
+                                           for i in range(partitions)]}]})
+    return {q.partition_index: q.offset for t in answer.topics for q in t.partitions if q.error_code == 0}
+
+
+def restart(p: Params, prefix: str, sig: signal.Signals) -> dict[str, Any]:
+    """A broker of its own (the mode under test) holding `many_partitions` partitions with `restart_msgs`
+    messages each, stopped with `sig` (SIGTERM: a clean stop; SIGKILL: a crash, logs not flushed, nothing
+    checkpointed) and started again: from exec to its first ApiVersions answer, and to serving every
+    partition (one ListOffsets for all of them answers each with the log end offset it had)."""
+    from benchmarks import brokers
+
+    with own_broker(_spec()) as broker:
+        topic = f"{prefix}-restart-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap, topic, p.many_partitions, timeout=120)
+        produced = _confluent_produce(broker.bootstrap, topic, p.many_partitions * p.restart_msgs, p.size_small,
+                                      p.many_partitions)
+        if not produced["ok"]:
+            return {"ok": False, "error": f"producing the data failed: {produced}"}
+        before = latest_offsets(broker.bootstrap, topic, p.many_partitions)
+        stop_s = brokers.restart(broker, sig)
+        deadline = time.perf_counter() + p.timeout / 2
+        served = None
+        while time.perf_counter() < deadline:
+            try:
+                if latest_offsets(broker.bootstrap, topic, p.many_partitions) == before:
+                    served = time.perf_counter() - broker.started_at
+                    break
+            except OSError:
+                pass
+            time.sleep(0.005)
+        if served is None:
+            return {"ok": False, "error": "the partitions were not served with their offsets after the restart"}
+        return {"signal": sig.name, "partitions": p.many_partitions, "messages": sum(before.values()),
+                "stop_ms": round(stop_s * 1000, 1), "api_versions_ms": broker.startup_ms,
+                "served_ms": round(served * 1000, 1), "ok": True}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -545,4 +593,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     # Kafka's own tools as a second, standard measurement (need Java and the kafka-tools jars).
     Scenario("kafka_producer_perf", kafka_producer_perf, "msgs_per_s", "msg/s", True),
     Scenario("kafka_consumer_perf", kafka_consumer_perf, "fetch_msgs_per_s", "msg/s", True),
+    # Restart of a broker holding many partitions: to its first ApiVersions answer, and to serving them all.
+    Scenario("restart_clean", lambda b, p, x: restart(p, x, signal.SIGTERM), "api_versions_ms", "ms", False,
+             minibroker_only=True, also=(("restart_clean_served", "served_ms"),)),
+    Scenario("restart_kill", lambda b, p, x: restart(p, x, signal.SIGKILL), "api_versions_ms", "ms", False,
+             minibroker_only=True, also=(("restart_kill_served", "served_ms"),)),
 ]}
