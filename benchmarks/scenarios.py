@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import statistics
 import time
 import uuid
@@ -76,6 +77,7 @@ class Params:
     producers: int = 1
     many_partitions: int = 1000  # the restart and per-partition memory rows
     restart_msgs: int = 5  # per partition, before the restart
+    idle_connections: int = 200
     timeout: float = 180.0
 
     @classmethod
@@ -555,6 +557,40 @@ def restart(p: Params, prefix: str, sig: signal.Signals) -> dict[str, Any]:
                 "served_ms": round(served * 1000, 1), "ok": True}
 
 
+def memory(p: Params, prefix: str) -> dict[str, Any]:
+    """On a fresh broker of its own: RSS growth per idle connection (`idle_connections` connections that each
+    completed an ApiVersions round trip, kept open) and then, with them still open so that no memory they
+    freed is reused, per partition (a topic of `many_partitions` partitions created). One connection and a
+    one-partition topic come first, so that first-use costs (handler code, caches) are not counted."""
+    from benchmarks import brokers
+
+    def settled_rss(pid: int) -> int:
+        time.sleep(0.5)  # answers sent, allocations done
+        return procfs.rss_kib(pid) or 0
+
+    with own_broker(_spec()) as broker:
+        held: list[socket.socket] = []
+        try:
+            for i in range(p.idle_connections + 1):
+                if i == 1:
+                    before_connections = settled_rss(broker.pid)
+                conn = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+                held.append(conn)
+                brokers.api_versions(conn)
+            with_connections = settled_rss(broker.pid)
+            create_topic(broker.bootstrap, f"{prefix}-mem1-{uuid.uuid4().hex[:8]}", 1)
+            before_partitions = settled_rss(broker.pid)
+            create_topic(broker.bootstrap, f"{prefix}-mem-{uuid.uuid4().hex[:8]}", p.many_partitions, timeout=120)
+            with_partitions = settled_rss(broker.pid)
+        finally:
+            for conn in held:
+                conn.close()
+    return {"connections": p.idle_connections, "partitions": p.many_partitions,
+            "rss_kib": [before_connections, with_connections, before_partitions, with_partitions],
+            "kib_per_connection": round((with_connections - before_connections) / p.idle_connections, 2),
+            "kib_per_partition": round((with_partitions - before_partitions) / p.many_partitions, 2), "ok": True}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -598,4 +634,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              minibroker_only=True, also=(("restart_clean_served", "served_ms"),)),
     Scenario("restart_kill", lambda b, p, x: restart(p, x, signal.SIGKILL), "api_versions_ms", "ms", False,
              minibroker_only=True, also=(("restart_kill_served", "served_ms"),)),
+    # What an idle connection and a partition cost in resident memory (each broker on a fresh one of its own).
+    Scenario("rss_per_connection", lambda b, p, x: memory(p, x), "kib_per_connection", "KiB", False,
+             also=(("rss_per_partition", "kib_per_partition"),)),
 ]}
