@@ -512,6 +512,34 @@ def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
     return _tls(lambda tls, settings, plain: consume(tls, p, prefix, n, size, settings, admin_bootstrap=plain))
 
 
+def produce_replicated(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    """Produce (acks=all) to a topic of replication factor 3 with min.insync.replicas=2 on a cluster of three
+    minibrokers of the mode under test (broker.testkit.cluster: ZooKeeper and three child processes); the
+    figures count the three brokers' CPU. Skipped, with the reason, when ZooKeeper is not installed."""
+    import shutil
+    import tempfile
+
+    from broker.testkit.cluster import MinibrokerCluster
+    from broker.testkit.zookeeper import available
+
+    if not available():
+        return {"ok": False, "skipped": "ZooKeeper is not installed (Debian: apt-get install zookeeper)"}
+    directory = tempfile.mkdtemp(prefix="bench-cluster-")
+    cluster = MinibrokerCluster(directory, 3, extra_args=_spec().minibroker_args or ())
+    try:
+        cluster.start()
+        topic = f"{prefix}-repl-{size}-{uuid.uuid4().hex[:8]}"
+        cluster.create_topic(topic, p.partitions, replication_factor=3, configs={"min.insync.replicas": "2"})
+        for partition in range(p.partitions):
+            cluster.wait_isr(topic, partition, 3)
+        with counting(tuple(b.proc.pid for b in cluster.brokers.values() if b.proc is not None)):
+            result = _confluent_produce(cluster.bootstrap, topic, n, size, p.partitions)
+        return {**result, "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2}
+    finally:
+        cluster.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def latest_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     """{partition: log end offset} by one ListOffsets (latest) for every partition of the topic; a partition
     answered with an error is left out."""
@@ -607,6 +635,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              "msgs_per_s", "msg/s", True),
     Scenario("produce_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, False),
              "mb_per_s", "MB/s", True),
+    # The same on three minibrokers: replication factor 3, min.insync.replicas=2 (issue 22).
+    Scenario("produce_large_replicated", lambda b, p, x: produce_replicated(p, x, p.n_large, p.size_large),
+             "mb_per_s", "MB/s", True, minibroker_only=True),
     Scenario("produce_idem_small", lambda b, p, x: produce(b, p, x, p.n_small, p.size_small, True),
              "msgs_per_s", "msg/s", True),
     Scenario("produce_idem_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, True),

@@ -71,6 +71,20 @@ def test_peer_targets_judge_the_nofsync_mode_and_the_durable_one_is_shown_withou
     assert only_durable["produce_small"].ratio is None and only_durable["produce_small"].passed is None
 
 
+def test_extra_rows_of_a_scenario_and_skipped_runs():
+    results = {"brokers": {"minibroker-nofsync": _broker(
+        restart_kill=[{"ok": True, "api_versions_ms": 300.0, "served_ms": 320.0}],
+        rss_per_connection=[{"ok": True, "kib_per_connection": 20.0, "kib_per_partition": 40.0}],
+        produce_large_replicated=[{"ok": False, "skipped": "ZooKeeper is not installed"}])}}
+    rows = _rows(results)
+    assert (rows["restart_kill"].minibroker_nofsync, rows["restart_kill_served"].minibroker_nofsync) == (300.0, 320.0)
+    assert rows["rss_per_partition"].unit == "KiB" and rows["rss_per_partition"].minibroker_nofsync == 40.0
+    order = [r.row for r in summarize(results)]
+    assert order.index("restart_kill") + 1 == order.index("restart_kill_served")
+    assert rows["produce_large_replicated"].minibroker_nofsync is None
+    assert failures(results) == []  # skipped, with its reason: not a failure
+
+
 def test_rss_targets_fail_above_their_bounds():
     broker = _broker()
     broker["idle_rss_kib"] = [60 * 1024]
