@@ -88,7 +88,8 @@ reference-diff: install reference-deps
 reference-test: install reference-deps
 	MINIBROKER_REFERENCE_CLUSTERS=1 $(PY) -m pytest $(PYTEST_ARGS) tests/reference
 
-# The benchmark (benchmarks/): minibroker and Tansu side by side, JSON and chart in benchmarks/results/.
+# The benchmark (benchmarks/): minibroker (grouped fdatasync and --fsync none), Tansu and Apache Kafka side by
+# side, JSON and chart in benchmarks/results/.
 # BENCH_ARGS="--quick" for a short run, "--scale" adds the partitions/producers scale points.
 bench: $(VENV)/.bench-installed bytecode
 	$(PY) -m benchmarks $(BENCH_ARGS)

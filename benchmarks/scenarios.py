@@ -6,23 +6,60 @@ small messages, 20k x 10 KiB large ones, acks=all, linger.ms=5."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import socket
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import procfs
 
-BROKER_PID: int | None = None  # set by the runner in the scenario's process
+if TYPE_CHECKING:
+    from benchmarks.brokers import BrokerSpec, RunningBroker
+
+# Set by the runner in the scenario's process: the processes whose CPU the figures count (the broker under
+# test, or the brokers a scenario started for itself), and how that broker is started.
+BROKER_PIDS: tuple[int, ...] = ()
+BROKER_SPEC: BrokerSpec | None = None
 
 
 def broker_cpu() -> float:
-    """The broker's CPU seconds so far (0 when unknown): scenarios bracket their timed part with it."""
-    value = procfs.cpu_seconds(BROKER_PID) if BROKER_PID else None
-    return value or 0.0
+    """The brokers' CPU seconds so far (0 when unknown): scenarios bracket their timed part with it."""
+    return sum(procfs.cpu_seconds(pid) or 0.0 for pid in BROKER_PIDS)
+
+
+@contextlib.contextmanager
+def counting(pids: tuple[int, ...]) -> Iterator[None]:
+    """broker_cpu() counts these processes meanwhile: a scenario's own brokers."""
+    global BROKER_PIDS
+    saved, BROKER_PIDS = BROKER_PIDS, pids
+    try:
+        yield
+    finally:
+        BROKER_PIDS = saved
+
+
+@contextlib.contextmanager
+def own_broker(spec: BrokerSpec) -> Iterator[RunningBroker]:
+    """A fresh broker started as the one under test is (brokers.start), stopped and removed afterwards."""
+    from benchmarks import brokers
+
+    broker = brokers.start(spec)
+    try:
+        with counting((broker.pid,)):
+            yield broker
+    finally:
+        broker.stop()
+
+
+def _spec() -> BrokerSpec:
+    assert BROKER_SPEC is not None, "set by the runner"
+    return BROKER_SPEC
 
 
 @dataclass
@@ -38,6 +75,9 @@ class Params:
     join_trials: int = 3
     partitions: int = 1
     producers: int = 1
+    many_partitions: int = 1000  # the restart and per-partition memory rows
+    restart_msgs: int = 5  # per partition, before the restart
+    idle_connections: int = 200
     timeout: float = 180.0
 
     @classmethod
@@ -440,27 +480,23 @@ def kafka_consumer_perf(bootstrap: str, p: Params, prefix: str) -> dict[str, Any
 
 def _tls(run: Callable[[str, dict, str], dict[str, Any]]) -> dict[str, Any]:
     """`run(tls_bootstrap, client_settings, plaintext_bootstrap)` against a minibroker of its own with an SSL
-    listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), started as the main
-    one is; its CPU is what the figures count. Compare with the plaintext rows of the same scenario."""
+    listener beside its PLAINTEXT one (certificates from the test kit's throw-away CA), in the mode of the
+    one under test; its CPU is what the figures count. Compare with the plaintext rows of the same scenario."""
     import tempfile
 
     from benchmarks import brokers
     from broker.testkit.security import main as make_certs
 
-    global BROKER_PID
     certs = tempfile.mkdtemp(prefix="bench-certs-")
     make_certs([certs, "--host", "127.0.0.1", "--host", "localhost"])
     tls_port = brokers.free_port()
-    spec = brokers.minibroker_spec("--listen", f"SSL://127.0.0.1:{tls_port}",
-                                   "-o", f"ssl.keystore.location={certs}/broker.pem")
-    broker = brokers.start(spec)
-    main_pid, BROKER_PID = BROKER_PID, broker.pid
-    try:
+    spec = _spec()
+    spec = brokers.BrokerSpec(spec.name, [*spec.command, "--listen", f"SSL://127.0.0.1:{tls_port}",
+                                          "-o", f"ssl.keystore.location={certs}/broker.pem"],
+                              minibroker_args=spec.minibroker_args)
+    with own_broker(spec) as broker:
         settings = {"security.protocol": "ssl", "ssl.ca.location": f"{certs}/ca.pem"}
         return run(f"127.0.0.1:{tls_port}", settings, broker.bootstrap)
-    finally:
-        BROKER_PID = main_pid
-        broker.stop()
 
 
 def produce_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
@@ -476,14 +512,122 @@ def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
     return _tls(lambda tls, settings, plain: consume(tls, p, prefix, n, size, settings, admin_bootstrap=plain))
 
 
+def produce_replicated(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    """Produce (acks=all) to a topic of replication factor 3 with min.insync.replicas=2 on a cluster of three
+    minibrokers of the mode under test (broker.testkit.cluster: ZooKeeper and three child processes); the
+    figures count the three brokers' CPU. Skipped, with the reason, when ZooKeeper is not installed."""
+    import shutil
+    import tempfile
+
+    from broker.testkit.cluster import MinibrokerCluster
+    from broker.testkit.zookeeper import available
+
+    if not available():
+        return {"ok": False, "skipped": "ZooKeeper is not installed (Debian: apt-get install zookeeper)"}
+    directory = tempfile.mkdtemp(prefix="bench-cluster-")
+    cluster = MinibrokerCluster(directory, 3, extra_args=_spec().minibroker_args or ())
+    try:
+        cluster.start()
+        topic = f"{prefix}-repl-{size}-{uuid.uuid4().hex[:8]}"
+        cluster.create_topic(topic, p.partitions, replication_factor=3, configs={"min.insync.replicas": "2"})
+        for partition in range(p.partitions):
+            cluster.wait_isr(topic, partition, 3)
+        with counting(tuple(b.proc.pid for b in cluster.brokers.values() if b.proc is not None)):
+            result = _confluent_produce(cluster.bootstrap, topic, n, size, p.partitions)
+        return {**result, "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2}
+    finally:
+        cluster.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def latest_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """{partition: log end offset} by one ListOffsets (latest) for every partition of the topic; a partition
+    answered with an error is left out."""
+    from broker.testkit.wire import WireClient
+
+    with WireClient(bootstrap, timeout=10, client_id="bench") as client:
+        answer = client.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": i, "current_leader_epoch": -1, "timestamp": -1}
+                                           for i in range(partitions)]}]})
+    return {q.partition_index: q.offset for t in answer.topics for q in t.partitions if q.error_code == 0}
+
+
+def restart(p: Params, prefix: str, sig: signal.Signals) -> dict[str, Any]:
+    """A broker of its own (the mode under test) holding `many_partitions` partitions with `restart_msgs`
+    messages each, stopped with `sig` (SIGTERM: a clean stop; SIGKILL: a crash, logs not flushed, nothing
+    checkpointed) and started again: from exec to its first ApiVersions answer, and to serving every
+    partition (one ListOffsets for all of them answers each with the log end offset it had)."""
+    from benchmarks import brokers
+
+    with own_broker(_spec()) as broker:
+        topic = f"{prefix}-restart-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap, topic, p.many_partitions, timeout=120)
+        produced = _confluent_produce(broker.bootstrap, topic, p.many_partitions * p.restart_msgs, p.size_small,
+                                      p.many_partitions)
+        if not produced["ok"]:
+            return {"ok": False, "error": f"producing the data failed: {produced}"}
+        before = latest_offsets(broker.bootstrap, topic, p.many_partitions)
+        stop_s = brokers.restart(broker, sig)
+        deadline = time.perf_counter() + p.timeout / 2
+        served = None
+        while time.perf_counter() < deadline:
+            try:
+                if latest_offsets(broker.bootstrap, topic, p.many_partitions) == before:
+                    served = time.perf_counter() - broker.started_at
+                    break
+            except OSError:
+                pass
+            time.sleep(0.005)
+        if served is None:
+            return {"ok": False, "error": "the partitions were not served with their offsets after the restart"}
+        return {"signal": sig.name, "partitions": p.many_partitions, "messages": sum(before.values()),
+                "stop_ms": round(stop_s * 1000, 1), "api_versions_ms": broker.startup_ms,
+                "served_ms": round(served * 1000, 1), "ok": True}
+
+
+def memory(p: Params, prefix: str) -> dict[str, Any]:
+    """On a fresh broker of its own: RSS growth per idle connection (`idle_connections` connections that each
+    completed an ApiVersions round trip, kept open) and then, with them still open so that no memory they
+    freed is reused, per partition (a topic of `many_partitions` partitions created). One connection and a
+    one-partition topic come first, so that first-use costs (handler code, caches) are not counted."""
+    from benchmarks import brokers
+
+    def settled_rss(pid: int) -> int:
+        time.sleep(0.5)  # answers sent, allocations done
+        return procfs.rss_kib(pid) or 0
+
+    with own_broker(_spec()) as broker:
+        held: list[socket.socket] = []
+        try:
+            for i in range(p.idle_connections + 1):
+                if i == 1:
+                    before_connections = settled_rss(broker.pid)
+                conn = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+                held.append(conn)
+                brokers.api_versions(conn)
+            with_connections = settled_rss(broker.pid)
+            create_topic(broker.bootstrap, f"{prefix}-mem1-{uuid.uuid4().hex[:8]}", 1)
+            before_partitions = settled_rss(broker.pid)
+            create_topic(broker.bootstrap, f"{prefix}-mem-{uuid.uuid4().hex[:8]}", p.many_partitions, timeout=120)
+            with_partitions = settled_rss(broker.pid)
+        finally:
+            for conn in held:
+                conn.close()
+    return {"connections": p.idle_connections, "partitions": p.many_partitions,
+            "rss_kib": [before_connections, with_connections, before_partitions, with_partitions],
+            "kib_per_connection": round((with_connections - before_connections) / p.idle_connections, 2),
+            "kib_per_partition": round((with_partitions - before_partitions) / p.many_partitions, 2), "ok": True}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
     run: Callable[[str, Params, str], dict[str, Any]]
-    metric: str  # the headline figure
+    metric: str  # the headline figure, the row named as the scenario
     unit: str
     higher_is_better: bool
     minibroker_only: bool = False  # a minibroker feature the other broker is not set up for (TLS)
+    also: tuple[tuple[str, str], ...] = ()  # more rows from the same runs: (row, field), same unit and direction
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -491,6 +635,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              "msgs_per_s", "msg/s", True),
     Scenario("produce_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, False),
              "mb_per_s", "MB/s", True),
+    # The same on three minibrokers: replication factor 3, min.insync.replicas=2 (issue 22).
+    Scenario("produce_large_replicated", lambda b, p, x: produce_replicated(p, x, p.n_large, p.size_large),
+             "mb_per_s", "MB/s", True, minibroker_only=True),
     Scenario("produce_idem_small", lambda b, p, x: produce(b, p, x, p.n_small, p.size_small, True),
              "msgs_per_s", "msg/s", True),
     Scenario("produce_idem_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, True),
@@ -507,10 +654,18 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("consume_kp_small", lambda b, p, x: consume_kafka_python(b, p, x, None), "msgs_per_s", "msg/s", True),
     Scenario("consume_kp_old_format", lambda b, p, x: consume_kafka_python(b, p, x, (0, 10, 1)),
              "msgs_per_s", "msg/s", True),
-    Scenario("latency_p50", latency, "p50_ms", "ms", False),
+    Scenario("latency_p50", latency, "p50_ms", "ms", False, also=(("latency_p99", "p99_ms"),)),
     Scenario("txn", transactions, "txns_per_s", "txn/s", True),
     Scenario("group_join", group_join, "median_ms", "ms", False),
     # Kafka's own tools as a second, standard measurement (need Java and the kafka-tools jars).
     Scenario("kafka_producer_perf", kafka_producer_perf, "msgs_per_s", "msg/s", True),
     Scenario("kafka_consumer_perf", kafka_consumer_perf, "fetch_msgs_per_s", "msg/s", True),
+    # Restart of a broker holding many partitions: to its first ApiVersions answer, and to serving them all.
+    Scenario("restart_clean", lambda b, p, x: restart(p, x, signal.SIGTERM), "api_versions_ms", "ms", False,
+             minibroker_only=True, also=(("restart_clean_served", "served_ms"),)),
+    Scenario("restart_kill", lambda b, p, x: restart(p, x, signal.SIGKILL), "api_versions_ms", "ms", False,
+             minibroker_only=True, also=(("restart_kill_served", "served_ms"),)),
+    # What an idle connection and a partition cost in resident memory (each broker on a fresh one of its own).
+    Scenario("rss_per_connection", lambda b, p, x: memory(p, x), "kib_per_connection", "KiB", False,
+             also=(("rss_per_partition", "kib_per_partition"),)),
 ]}

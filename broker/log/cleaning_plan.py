@@ -15,13 +15,13 @@ def plan_cleaning(plog: PartitionLog, producers: ProducerStateManager, *, now_ms
                   horizon_due: bool, max_map_entries: int) -> CleaningJob | None:
     """The job a pass over this log would do now, or None when it is not due (see the module doc)."""
     config = plog.config
-    closed, generation, active_base = plog.cleanable_segments()
+    closed, generation, cleanable_end = plog.cleanable_segments()
     first_unstable = producers.first_unstable_offset()
     young_after = now_ms - config.min_compaction_lag_ms
     chosen: list[LogSegment] = []
     ends: list[int] = []
     for i, segment in enumerate(closed):
-        end = closed[i + 1].base_offset if i + 1 < len(closed) else active_base
+        end = closed[i + 1].base_offset if i + 1 < len(closed) else cleanable_end
         if first_unstable is not None and end > first_unstable:
             break
         if config.min_compaction_lag_ms > 0 and segment.largest_timestamp() > young_after:

@@ -390,14 +390,16 @@ class PartitionLog:
 
     def cleanable_segments(self) -> tuple[list[LogSegment], int, int]:
         """The closed segments already flushed (the cleaner rewrites only durable data), oldest first; the
-        log's generation (truncation bumps it); the active segment's base offset."""
+        log's generation (truncation bumps it); where they end: the base offset of the next segment, the
+        first unflushed one or else the active one (a pass that claimed up to the active segment would skip
+        the unflushed ones for good)."""
         with self._lock:
             closed = []
             for segment in self._segments[:-1]:
                 if segment in self._unflushed:
                     break
                 closed.append(segment)
-            return closed, self._generation, self._segments[-1].base_offset
+            return closed, self._generation, self._segments[len(closed)].base_offset
 
     @property
     def has_unflushed_segments(self) -> bool:

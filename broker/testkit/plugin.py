@@ -5,6 +5,10 @@
 
 `minibroker_server` gives the `BrokerThread` handle (broker.testkit.broker_thread: restart, data dir,
 stop, `call` into the broker, introspection, fault rules).
+
+A test's data is thrown away, so the fixture brokers do not fdatasync (`--fsync none`: acks=all answered with
+the data in the page cache, as Kafka's default leaves it); `@pytest.mark.minibroker(fsync="grouped")` gives a
+test the default of `python -m broker`.
 """
 
 from __future__ import annotations
@@ -56,10 +60,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def minibroker_server(request: pytest.FixtureRequest,
                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
     """A running broker (thread handle) with its own temporary data dir; its protocol trace is attached
-    to the report of a failing test (--minibroker-trace=off to skip tracing). A test's
-    `@pytest.mark.minibroker(...)` settings (BrokerConfig fields, and BrokerThread's security, users,
-    client_auth, security_settings: docs/security.md) apply to its broker, and
-    --minibroker-kafka-version to every fixture broker of the run."""
+    to the report of a failing test (--minibroker-trace=off to skip tracing). Its logs are not fdatasynced
+    (BrokerThread's default fsync="none"). A test's `@pytest.mark.minibroker(...)` settings (BrokerConfig
+    fields such as fsync="grouped", and BrokerThread's security, users, client_auth, security_settings:
+    docs/security.md) apply to its broker, and --minibroker-kafka-version to every fixture broker of the run."""
     data_dir = tmp_path_factory.mktemp("minibroker")
     changes: dict[str, Any] = {}
     if request.config.getoption("--minibroker-trace", default="off") != "off":

@@ -137,6 +137,24 @@ def test_the_active_segment_is_left_alone_and_the_dirty_ratio_decides(tmp_path: 
     assert p.records() == [(3, b"k", b"4")]
 
 
+def test_a_pass_that_stops_at_an_unflushed_segment_leaves_it_dirty(tmp_path: Path) -> None:
+    """Rolled segments wait for a flush before they are cleaned; the pass before it ends where the first
+    unflushed one starts, not at the active segment (which would skip the unflushed ones for good)."""
+    p = Log(tmp_path)
+    p.put((b"k", b"1"))
+    p.put((b"k", b"2"))
+    p.roll()  # flushed
+    unflushed = p.put((b"k", b"3"))
+    p.put((b"k", b"4"))
+    p.log._roll(p.now)  # rolled, not flushed (log.flush.policy=none, or acks=1)
+    p.put((b"k", b"5"))
+    assert p.clean()
+    assert p.last_result.end_offset == unflushed == p.log.first_dirty_offset
+    p.log.flush()
+    assert p.clean()
+    assert p.records() == [(3, b"k", b"4"), (4, b"k", b"5")]
+
+
 def test_tombstones_stay_until_their_delete_horizon(tmp_path: Path) -> None:
     p = Log(tmp_path)
     p.put((b"a", b"1"), (b"b", b"1"))
