@@ -61,7 +61,6 @@ def serves(bootstrap: str, api_key: int) -> bool:
 @pytest.mark.minibroker(kafka_version="4.1")
 def test_java_consumer_group_protocol(minibroker: str) -> None:
     """group.protocol=consumer (KIP-848): two members share a topic's partitions, every record read once."""
-    if not serves(minibroker, CONSUMER_GROUP_HEARTBEAT):
-        pytest.skip("the broker does not serve ConsumerGroupHeartbeat (KIP-848, issue 24) under the 4.1 profile")
+    assert serves(minibroker, CONSUMER_GROUP_HEARTBEAT)
     results = jvm.require(jvm.run_checks, "4.4", minibroker, ["consumer_protocol."])
     assert all(r.ok for r in results), jvm.failures(results)
