@@ -253,6 +253,10 @@ def summarize_records(hex_bytes: str) -> Any:
     )
 
     data = bytes.fromhex(hex_bytes)
+    from protocol.legacy_records import entry_magic
+
+    if entry_magic(data) in (0, 1):
+        return summarize_message_set(data)
     batches: list[dict[str, Any]] = []
     pos = 0
     while pos < len(data):
@@ -286,6 +290,49 @@ def summarize_records(hex_bytes: str) -> Any:
             "base_sequence": header.base_sequence, "records": records})
         pos = end
     return {"batches": batches, "cut_off_tail": pos < len(data)}
+
+
+def summarize_message_set(data: bytes) -> Any:
+    """A message set of format v0/v1 (Fetch v0-3, down-converted): each message's offset, magic,
+    attributes, timestamp, key, value and CRC. A compressed wrapper's own CRC covers the compressed bytes
+    (two gzip implementations write different ones): its inner messages are listed with theirs instead."""
+    from protocol.legacy_records import (
+        TIMESTAMP_TYPE_MASK,
+        CorruptRecordError,
+        inner_messages,
+        iter_entries,
+        parse_entry,
+        stored_crc,
+    )
+
+    def plain_message(m: Any, crc: Any) -> dict[str, Any]:
+        lat = m.magic == 1 and bool(m.attributes & TIMESTAMP_TYPE_MASK)
+        return {"offset": m.offset, "magic": m.magic, "attributes": m.attributes,
+                "timestamp": {"log_append_time_ms": m.timestamp} if lat else m.timestamp,
+                "key": None if m.key is None else m.key.hex(), "value": None if m.value is None else m.value.hex(),
+                "crc": crc}
+
+    messages: list[dict[str, Any]] = []
+    pos = 0
+    try:
+        for _offset, start, end in iter_entries(data):
+            m = parse_entry(data, start, end)
+            if m.compression:
+                wrapper = plain_message(m, "<covers compressed bytes>")
+                wrapper["value"] = None if m.value is None else "<compressed>"
+                try:
+                    wrapper["inner"] = [plain_message(i, "valid" if i.crc_valid else "invalid")
+                                        for i in inner_messages(m)]
+                except CorruptRecordError as exc:
+                    wrapper["inner"] = f"undecodable: {exc}"
+                messages.append(wrapper)
+            else:
+                messages.append(plain_message(m, stored_crc(data, start)))
+            pos = end
+    except CorruptRecordError as exc:
+        messages.append({"undecodable": str(exc)})
+        pos = len(data)
+    return {"message_set": messages, "cut_off_tail": pos < len(data)}
 
 
 def _prepare(value: Any, key: str | None = None) -> Any:

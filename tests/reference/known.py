@@ -31,6 +31,8 @@ _NO_SESSIONS = ("fetch sessions (KIP-227) are not kept: every fetch is a full on
 KNOWN: list[Known] = [
     Known("metadata_auto_create", "first ask creates", "*", _AUTO_CREATE, deliberate=True),
     Known("metadata_auto_create", "v4 created as asked", "*", _AUTO_CREATE, deliberate=True),
+    Known("legacy_apis", "metadata v0: unknown topic", "*", _AUTO_CREATE + " (Metadata v0-3 always auto-create)",
+          releases=("3.9",), deliberate=True),
     Known("*", "*", "*.records.cut_off_tail", _WHOLE_BATCHES, deliberate=True),
     Known("read_committed", "read_committed, first batch only", "*aborted_transactions*", _WHOLE_BATCHES,
           deliberate=True),

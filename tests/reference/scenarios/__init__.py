@@ -5,6 +5,7 @@ from tests.reference.scenarios import (  # noqa: F401
     configs,
     fetch,
     groups,
+    legacy,
     metadata,
     produce,
     topics,
