@@ -44,7 +44,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                          "rack_id": m.member.rack_id, "member_epoch": m.member.member_epoch,
                          "client_id": m.member.client_id, "client_host": m.member.client_host,
                          "subscribed_topic_names": list(m.member.subscribed_topic_names),
-                         "subscribed_topic_regex": m.member.subscribed_topic_regex,
+                         # Kafka's member record keeps "" for no regex, and describes it so.
+                         "subscribed_topic_regex": m.member.subscribed_topic_regex or "",
                          "assignment": _assignment(ctx, m.member.assigned_partitions),
                          "target_assignment": _assignment(ctx, m.target), "member_type": CONSUMER_MEMBER}
                         for m in d.members],
