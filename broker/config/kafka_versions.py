@@ -5,8 +5,8 @@ sides know, and for kafka-python even which Kafka release it talks to), so adver
 makes minibroker look like that release. Each range is cut to the versions minibroker serves:
 - the 3.x profiles serve every version from v0, with the message formats v0 and v1 (Produce v0-2 up-converts
   them, Fetch v0-3 down-converts to them); the 4.x tables start at Kafka 4's floors (KIP-896), except that
-  Kafka 4 still advertises Produce v0-2 and answers them with UNSUPPORTED_VERSION (KAFKA-18659), and so do
-  the 4.x profiles;
+  Kafka 4 still advertises Produce v0-2 (KAFKA-18659) and closes the connection on them (its Produce
+  schema starts at v3), and so do the 4.x profiles;
 - APIs minibroker does not serve are left out (delegation tokens, client quotas, the controllers'
   and replication APIs);
 - the KIP-848 consumer group protocol (and the KIP-932 share groups of 4.1) is offered by the 4.x profiles
@@ -129,8 +129,8 @@ METADATA_VERSION: dict[str, tuple[int, int]] = {
 KRAFT_VERSION = (0, 1)
 
 # Versions a release advertises but refuses: {api_key: lowest accepted}. Kafka 4 keeps Produce v0 in its
-# ApiVersions answer (old librdkafka stops compressing otherwise, KAFKA-18659) and answers v0-2 with
-# UNSUPPORTED_VERSION.
+# ApiVersions answer (old librdkafka stops compressing otherwise, KAFKA-18659) but cannot parse v0-2 (its
+# ProduceRequest schema is 3-13): the connection is closed, as for any version below a floor.
 _ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
 _ACCEPTED_FROM = {0: 3}
 

@@ -472,12 +472,6 @@ class Connection:
         if api.key == ApiKey.API_VERSIONS:
             from broker.handlers.api_versions import unsupported_version_body
             return api.response.encode(0, unsupported_version_body(self.broker.versions))
-        versions = self.broker.versions
-        if api.reject_old is not None and versions.advertised[api.key][0] <= version < versions.accepted[api.key][0]:
-            try:
-                return api.reject_old(version, frame, offset)
-            except DecodeError:
-                return None
         return None
 
     def _call(self, api: Api, ctx: RequestContext, request: Any) -> Any:

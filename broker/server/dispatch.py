@@ -29,8 +29,6 @@ class Api:
     response_name: str
     decode: Callable[[int, bytes, int], Any] | None = None
     encode: Callable[[int, Mapping[str, Any]], bytes] | None = None
-    # The answer to a version a profile advertises but does not accept (Kafka 4's Produce v0-2: KAFKA-18659).
-    reject_old: Callable[[int, bytes, int], bytes] | None = None
 
     @cached_property
     def handler(self) -> Callable[..., Any]:
@@ -74,10 +72,9 @@ def _build_table() -> dict[int, Api]:
 
     apis = [
         # Every version from v0 (the 3.x profiles); the 4.x profiles accept what Kafka 4 does
-        # (broker.config.kafka_versions), and Produce v0-2, which they still advertise, are answered by `reject_old`.
+        # (broker.config.kafka_versions): Produce v0-2, which they still advertise, close the connection as there.
         Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse",
-            decode=produce_codec.decode_request, encode=produce_codec.encode_response,
-            reject_old=produce_codec.unsupported_version_response),
+            decode=produce_codec.decode_request, encode=produce_codec.encode_response),
         Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse",
             decode=fetch_codec.decode_request, encode=fetch_codec.encode_response),
         Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),

@@ -1,5 +1,4 @@
-"""Produce v0-13: hand-written request decoder and response encoder (the hottest path), plus the
-UNSUPPORTED_VERSION answer to v0-2, which Kafka 4 advertises but rejects (KAFKA-18659).
+"""Produce v0-13: hand-written request decoder and response encoder (the hottest path).
 
 v0-2 carry message sets of format v0/v1 (served by the 3.x profiles) and have no transactional id; v12 is
 v11 (KIP-890: it only tells the broker the client may rely on transaction version 2); v13 names topics by
@@ -113,28 +112,5 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
     return b"".join(out)
 
 
-def unsupported_version_response(version: int, data: bytes, offset: int) -> bytes:
-    """The v0-2 answer to a v0-2 request: every partition gets UNSUPPORTED_VERSION."""
-    r = Reader(data, offset)
-    r.i16()  # acks
-    r.i32()  # timeout
-    out = []
-    topics = r.count(False)
-    out.append(I32.pack(topics))
-    for _ in range(topics):
-        out.append(string(r.string(False, False), False))
-        partitions = r.count(False)
-        out.append(I32.pack(partitions))
-        for _ in range(partitions):
-            index = r.i32()
-            r.bytes(False, True)
-            out.append(I32.pack(index) + I16.pack(UNSUPPORTED_VERSION) + I64.pack(-1))
-            if version >= 2:
-                out.append(I64.pack(-1))  # log_append_time
-    if version >= 1:
-        out.append(I32.pack(0))  # throttle_time_ms
-    return b"".join(out)
-
-
 __all__ = ["ProduceRequest", "TopicProduceData", "PartitionProduceData", "decode_request", "encode_response",
-           "unsupported_version_response", "bytes_"]
+           "bytes_"]

@@ -24,8 +24,6 @@ def request_frame(frame: bytes) -> None:
         return
     version = header.api_version
     if not api.min_version <= version <= api.max_version:
-        if api.reject_old is not None and 0 <= version < api.min_version:
-            api.reject_old(version, body, offset)
         return
     request = api.decode_request(version, body, offset)
     if api.key == ApiKey.PRODUCE:

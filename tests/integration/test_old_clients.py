@@ -330,11 +330,12 @@ def test_4x_profiles_refuse_what_kafka_4_refuses(kafka4: BrokerThread) -> None:
             wire.send(api_key, version, body)
             with pytest.raises(ConnectionError):
                 wire._recv(4)
-    # Produce v0-2: still advertised (KAFKA-18659), answered with UNSUPPORTED_VERSION per partition.
-    with WireClient(kafka4.bootstrap) as wire:
-        message_set = legacy.build_message_set([(0, -1, None, b"x")], 0)
-        for version in (0, 1, 2):
-            assert wire.produce("p", 0, message_set, version=version).error_code == ErrorCode.UNSUPPORTED_VERSION
+    # Produce v0-2: still advertised (KAFKA-18659), but Kafka 4 cannot parse them and closes the connection
+    # (tests/reference: legacy_refused).
+    message_set = legacy.build_message_set([(0, -1, None, b"x")], 0)
+    for version in (0, 1, 2):
+        with WireClient(kafka4.bootstrap) as wire, pytest.raises(ConnectionError):
+            wire.produce("p", 0, message_set, version=version)
     # kafka-python pinned to 0.10.1 cannot fetch: its Fetch v3 closes the connection, as on Kafka 4.
     consumer = KafkaConsumer(bootstrap_servers=kafka4.bootstrap, api_version=(0, 10, 1), request_timeout_ms=5000,
                              fetch_max_wait_ms=100)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import struct
 from typing import Any
 
 import pytest
@@ -91,19 +90,3 @@ def test_fetch_response_encoder(version: int, data: st.DataObject) -> None:
     if version >= 4:  # v0-3: the spec is checked against kafka-python's old classes (test_old_versions)
         plain = _without_tags(value, "partitions", ("diverging_epoch", "current_leader", "snapshot_id"))
         assert fetch.encode_response(version, plain) == oracle.encode("FetchResponse", version, plain)
-
-
-@pytest.mark.parametrize("version", [0, 1, 2])
-def test_produce_v0_2_rejected_per_partition(version: int) -> None:
-    records = b"\x00" * 30
-    body = struct.pack(">hi", -1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" + \
-        struct.pack(">i", 2) + struct.pack(">ii", 0, len(records)) + records + \
-        struct.pack(">ii", 1, len(records)) + records
-    answer = produce.unsupported_version_response(version, body, 0)
-    expected = struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" + struct.pack(">i", 2)
-    for index in (0, 1):
-        expected += struct.pack(">ihq", index, 35, -1) + (struct.pack(">q", -1) if version >= 2 else b"")
-    expected += struct.pack(">i", 0) if version >= 1 else b""
-    assert answer == expected
-    with pytest.raises(DecodeError):
-        produce.unsupported_version_response(version, body[:-3], 0)

@@ -148,7 +148,7 @@ def test_release_quirks() -> None:
     # 3.8's ApiVersions stops at v3 too; 4.4 has v5, which is not served (v4 is the highest answered).
     assert not resolve("3.8").accepts(18, 4)
     assert resolve("4.4").advertised[18] == (0, 4)
-    # Produce v0-2 stay advertised (KAFKA-18659) and are answered with UNSUPPORTED_VERSION.
+    # Produce v0-2 stay advertised (KAFKA-18659) and close the connection (Kafka 4 cannot parse them).
     assert resolve("4.0").advertised[0] == (0, 12)
     assert resolve("4.0").accepted[0] == (3, 12)
     # 3.7's ApiVersions stops at v3: a v4 request gets the v0 UNSUPPORTED_VERSION answer.
