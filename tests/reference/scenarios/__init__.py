@@ -3,6 +3,7 @@
 from tests.reference.scenarios import (  # noqa: F401
     clients,
     configs,
+    consumer_groups,
     fetch,
     groups,
     legacy,
