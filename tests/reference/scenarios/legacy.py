@@ -122,8 +122,10 @@ def legacy_apis(s: Session) -> None:
     offsets("fetch v1", 1, [0, 1])
     commit("commit v0", 0, 5)
     offsets("fetch v0", 0, [0])
-    commit("commit v1: unknown topic", 1, 1, name=s.name("nope"))
-    offsets("fetch v1: unknown topic", 1, [0], name=s.name("nope"))
+    commit("commit v1: an auto-created topic", 1, 1, name=s.name("nope"))
+    offsets("fetch v1: an auto-created topic", 1, [0], name=s.name("nope"))
+    commit("commit v1: unknown topic", 1, 1, name=s.name("absent"))
+    offsets("fetch v1: unknown topic", 1, [0], name=s.name("absent"))
     s.request("fetch v1 of a group never seen", OFFSET_FETCH, 1, {"group_id": s.name("never"), "topics": [
         {"name": topic, "partition_indexes": [0]}]})
 
