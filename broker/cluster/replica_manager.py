@@ -25,6 +25,7 @@ import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.services.appends import AppendSignal
+from broker.services.durability import min_insync_replicas
 from broker.services.topics import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -278,11 +279,7 @@ class ReplicaManager:
 
     def check_min_isr(self, partition: Partition) -> ErrorCode:
         """acks=all before the append: NOT_ENOUGH_REPLICAS when the ISR is smaller than min.insync.replicas."""
-        topic = self.topics.get(partition.topic)
-        value = topic.configs.get("min.insync.replicas") if topic is not None else None
-        minimum = int(value) if value is not None else self.config.min_insync_replicas
-        if partition.topic == TRANSACTION_STATE_TOPIC and value is None:
-            minimum = self.config.transaction_state_log_min_isr
+        minimum = min_insync_replicas(self.topics, self.config, partition.topic)
         return ErrorCode.NOT_ENOUGH_REPLICAS if len(partition.isr) < minimum else ErrorCode.NONE
 
     async def wait_replicated(self, partition: Partition, offset: int, timeout_s: float) -> ErrorCode:

@@ -35,6 +35,8 @@ RECONFIGURABLE = frozenset({
     "log.cleaner.backoff.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.delete.retention.ms",
     "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
     "producer.id.expiration.ms", "transaction.partition.verification.enable", ADVERTISED_LISTENERS,
+    # read where they act (acks=all, the controller's elections), so a change applies to the next request
+    "min.insync.replicas", "unclean.leader.election.enable",
 })
 PER_BROKER_ONLY = frozenset({ADVERTISED_LISTENERS})
 
@@ -84,8 +86,7 @@ RECONFIGURABLE = RECONFIGURABLE | INERT.keys()
 # This broker's settings that cannot change at run time (Kafka refuses them; it keeps unknown names). The
 # settings DescribeConfigs reports without an option are read-only or not dynamic here either.
 KNOWN_STATIC = frozenset(OPTIONS_BY_NAME.keys() | {"listeners", "delete.topic.enable", "log.retention.hours",
-                                                   "log.roll.hours", "compression.type", "min.insync.replicas",
-                                                   "unclean.leader.election.enable"}) - RECONFIGURABLE
+                                                   "log.roll.hours", "compression.type"}) - RECONFIGURABLE
 _TOPIC_CHECKS = {d.broker_synonym: d.check for d in TOPIC_CONFIGS.values() if d.broker_synonym}
 _LISTENER = re.compile(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:,]*):(\d+)")
 

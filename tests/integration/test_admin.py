@@ -352,3 +352,31 @@ def test_dynamic_broker_configs_take_effect_and_persist(minibroker_server, topic
     configs = admin.describe_configs([broker])[broker].result(10)
     assert configs["advertised.listeners"].value == f"PLAINTEXT://localhost:{port}"
     assert configs["advertised.listeners"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+
+
+def test_min_insync_replicas_is_a_dynamic_broker_config(minibroker, topic_name):
+    # As on Kafka: a broker-level min.insync.replicas over the ISR's size refuses acks=all writes to topics
+    # without an override of their own, from the next request on, and deleting it lets them through again.
+    create_topic(minibroker, topic_name, 1)
+    admin = AdminClient({"bootstrap.servers": minibroker})
+
+    def set_min_isr(operation: AlterConfigOpType) -> None:
+        change = ConfigResource("broker", "0", incremental_configs=[
+            ConfigEntry("min.insync.replicas", "2", incremental_operation=operation)])
+        admin.incremental_alter_configs([change])[change].result(10)
+
+    def produce(acks: str) -> str | None:
+        errors: list[str | None] = []
+        producer = Producer({"bootstrap.servers": minibroker, "acks": acks, "message.timeout.ms": 5000,
+                             "retries": 0})
+        producer.produce(topic_name, b"x", on_delivery=lambda err, _m: errors.append(err and err.name()))
+        producer.flush(30)
+        return errors[0]
+
+    broker = ConfigResource("broker", "0")
+    assert not admin.describe_configs([broker])[broker].result(10)["min.insync.replicas"].is_read_only
+    set_min_isr(AlterConfigOpType.SET)
+    assert produce("all") == "NOT_ENOUGH_REPLICAS"
+    assert produce("1") is None  # acks=1 does not ask for in-sync replicas
+    set_min_isr(AlterConfigOpType.DELETE)
+    assert produce("all") is None

@@ -58,11 +58,6 @@ KNOWN: list[Known] = [
           "turns it on", releases=("4.1",), deliberate=True),
     Known("api_versions", "*", "*[name=share.version].m*_version*", "Kafka 4.4 finalizes share.version 2; "
           "minibroker serves the share group protocol of share.version 1", releases=("4.4",), deliberate=True),
-    # Open: the cluster's options (issue of the cluster work) are not dynamic yet; Kafka's are.
-    Known("describe_*broker_configs", "*", "*[name=min.insync.replicas].read_only", "min.insync.replicas cannot "
-          "change at run time yet (Kafka: a dynamic broker config)"),
-    Known("describe_*broker_configs", "*", "*[name=unclean.leader.election.enable].read_only",
-          "unclean.leader.election.enable cannot change at run time yet (Kafka: a dynamic broker config)"),
     # Open: Kafka 4.4's consumer group coordinator gives a new group's first member epoch 2 where 4.1 gives 1
     # (seen on every run, live and recorded; the cause in 4.4's GroupMetadataManager is not pinned down yet),
     # and computes the empty target assignment when the last member leaves (assignment epoch = group epoch;
