@@ -486,3 +486,34 @@ def test_a_broker_id_already_registered_is_refused(minibroker_cluster, tmp_path)
                             capture_output=True, text=True, timeout=60)
     assert answer.returncode == 1
     assert "broker id 2 is already registered in ZooKeeper by another broker" in answer.stderr
+
+
+def test_a_broker_whose_zookeeper_session_expires_registers_again(minibroker_cluster, topic_name):
+    """ZooKeeper ends the controller's session while its process runs on (as after a long pause): its
+    registration and /controller go, another broker takes over; its new session registers it again (a new
+    broker epoch), it rejoins every ISR, and nothing acknowledged is lost."""
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    for p in range(3):
+        cluster.wait_isr(topic_name, p, 3)
+    acked = _produce(cluster.bootstrap, topic_name, [(p, b"before-%d" % i) for i in range(20) for p in range(3)])
+    victim = cluster.controller_id()
+    before = cluster.broker(victim).zookeeper_session()
+    assert before["connected"] and before["controller"]
+    assert cluster.expire_session(victim) == before["session_id"]
+
+    def registered_again() -> dict | None:
+        now = cluster.broker(victim).zookeeper_session()
+        return now if now["session_id"] != before["session_id"] and now["broker_epoch"] > before["broker_epoch"] \
+            else None
+
+    after = cluster.wait_until(registered_again, 60, "a new session and registration")
+    assert after["connected"]
+    cluster.wait_brokers([1, 2, 3])
+    assert cluster.wait_until(lambda: cluster.controller_id() if cluster.controller_id() >= 0 else None, 60,
+                              "a controller") in (1, 2, 3)
+    for p in range(3):
+        assert sorted(cluster.wait_isr(topic_name, p, 3)) == [1, 2, 3]
+    acked += _produce(cluster.bootstrap, topic_name, [(p, b"after-%d" % i) for i in range(20) for p in range(3)])
+    got = _consume(cluster.bootstrap, topic_name, [0, 1, 2], len(acked))
+    assert sorted((p, o) for p, o, _ in got) == sorted(acked)
