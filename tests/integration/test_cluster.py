@@ -517,3 +517,23 @@ def test_a_broker_whose_zookeeper_session_expires_registers_again(minibroker_clu
     acked += _produce(cluster.bootstrap, topic_name, [(p, b"after-%d" % i) for i in range(20) for p in range(3)])
     got = _consume(cluster.bootstrap, topic_name, [0, 1, 2], len(acked))
     assert sorted((p, o) for p, o, _ in got) == sorted(acked)
+
+
+@pytest.mark.minibroker_cluster(args=["--override", "replica.lag.time.max.ms=120000"])
+def test_a_new_controller_takes_the_dead_controller_out_of_the_isrs(minibroker_cluster, topic_name):
+    """The controller dies while following partitions: its successor removes it from their ISRs at failover
+    (Kafka's replica state machine: OfflineReplica), not the leaders' replica.lag.time.max.ms later; until
+    then an ISR naming it would hold every acks=all produce."""
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    for p in range(3):
+        cluster.wait_isr(topic_name, p, 3)
+    old = cluster.controller_id()
+    followed = [p for p in range(3) if cluster.leader(topic_name, p) != old]
+    assert followed
+    cluster.kill_broker(old)
+    for p in range(3):
+        assert old not in cluster.wait_isr(topic_name, p, 2, timeout=30)
+    started = time.monotonic()
+    assert len(_produce(cluster.bootstrap, topic_name, [(p, b"after") for p in range(3)])) == 3
+    assert time.monotonic() - started < 10
