@@ -13,6 +13,8 @@ from confluent_kafka.admin import AdminClient
 from tests.integration.conftest import wait_until
 
 LEADER_NOT_AVAILABLE = 5
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
 NOT_ENOUGH_REPLICAS = 19
 
 
@@ -537,3 +539,40 @@ def test_a_new_controller_takes_the_dead_controller_out_of_the_isrs(minibroker_c
     started = time.monotonic()
     assert len(_produce(cluster.bootstrap, topic_name, [(p, b"after") for p in range(3)])) == 3
     assert time.monotonic() - started < 10
+
+
+def test_an_acks_all_produce_waiting_on_a_leader_that_moves_away_is_answered_at_once(minibroker_cluster, topic_name):
+    """A produce waiting for its followers (acks=all) when its partition's leadership moves away is answered
+    NOT_LEADER_OR_FOLLOWER then (Kafka completes the delayed produces of a partition that becomes a follower;
+    the client retries on the new leader), not when its timeout ends."""
+    from broker.testkit.wire import WireClient
+    from protocol.records import Record, build_batch
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    cluster.wait_isr(topic_name, 0, 3)
+    old = cluster.leader(topic_name, 0)
+    new = next(b for b in (1, 2, 3) if b != old)
+    cluster.broker(old).inject("delay", api="FETCH", delay_ms=30_000, count=None)  # the followers stall
+
+    def produce(timeout_ms: int) -> int:
+        batch = build_batch([Record(0, 0, None, b"x")], base_timestamp=int(time.time() * 1000))
+        with WireClient(cluster.broker(old).bootstrap, timeout=120) as client:
+            answer = client.request(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": timeout_ms,
+                                           "topic_data": [{"name": topic_name, "partition_data": [
+                                               {"index": 0, "records": batch}]}]})
+        return answer.responses[0].partition_responses[0].error_code
+
+    # Once the followers' fetches in flight have returned, an acks=all produce waits for them.
+    cluster.wait_until(lambda: produce(1000) == REQUEST_TIMED_OUT or None, 60, "an acks=all produce waiting")
+    end = cluster.broker(old).topics()[topic_name]["partitions"][0]["log_end_offset"]
+    answer: list[int] = []
+    waiting = threading.Thread(target=lambda: answer.append(produce(90_000)), daemon=True)
+    waiting.start()
+    cluster.wait_until(lambda: cluster.broker(old).topics()[topic_name]["partitions"][0]["log_end_offset"] > end
+                       or None, 30, "the produce appended, waiting for the followers")
+    moved = time.monotonic()
+    cluster.move_leader(topic_name, 0, new)
+    waiting.join(60)
+    assert answer == [NOT_LEADER_OR_FOLLOWER]
+    assert time.monotonic() - moved < 30
