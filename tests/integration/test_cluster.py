@@ -576,3 +576,41 @@ def test_an_acks_all_produce_waiting_on_a_leader_that_moves_away_is_answered_at_
     waiting.join(60)
     assert answer == [NOT_LEADER_OR_FOLLOWER]
     assert time.monotonic() - moved < 30
+
+
+def test_a_starting_broker_answers_metadata_once_it_knows_the_cluster(minibroker_cluster, topic_name):
+    """A broker's listener is open before the controller has told it what the cluster is (it registers with its
+    port). A Metadata request meanwhile waits for that, rather than being answered with no brokers and no topics
+    (Kafka's answer then, which librdkafka 2.x takes for a cluster without brokers: it drops every broker it
+    knows and stalls until it bootstraps again, minutes later; confluentinc/librdkafka#5301)."""
+    import socket
+
+    from broker.testkit.wire import WireClient
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    controller = cluster.controller_id()
+    victim = next(b for b in (1, 2, 3) if b != controller)
+    cluster.kill_broker(victim)
+    cluster.wait_until(lambda: victim not in {b.node_id for b in cluster.metadata([]).brokers} or None, 60,
+                       f"broker {victim} out of the cluster")
+    cluster.kill_broker(controller)  # no controller, so no word to the victim, until this one's session expires
+    starting = threading.Thread(target=cluster.start_broker, args=(victim,), daemon=True)
+    starting.start()
+    port = cluster.broker(victim).port
+
+    def listening() -> bool | None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return None
+
+    cluster.wait_until(listening, 60, f"broker {victim} listening")
+    with WireClient(f"127.0.0.1:{port}", timeout=60) as client:
+        answer = client.request(3, 12, {"topics": [{"name": topic_name, "topic_id": None}],
+                                        "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+    assert {b.node_id for b in answer.brokers} >= {victim}
+    assert answer.topics[0].error_code == 0 and len(answer.topics[0].partitions) == 1
+    starting.join(60)
