@@ -288,18 +288,22 @@ def summary(report: Report) -> str:
         for example in examples:
             lines.append(f"    {checks.COUNTS[kind]}: {example}")
     if report.windows:
-        lines.append("  unavailability, seconds after the kill or expiry (median / max over the rounds):")
-        for name, label in (("leaders", "every partition led again"),
-                            ("acks", "producers acknowledged again on every partition"),
-                            ("txn", "a transaction committed again"), ("whole", "every ISR full again")):
-            values = [getattr(w, name) for w in report.windows]
-            lines.append(f"    {label}: {statistics.median(values):.1f} / {max(values):.1f}")
-        for kind in KINDS:
-            hit = [w for w in report.windows if w.kind == kind]
+        # Until every partition had a live leader, the producers were acknowledged on every partition, a
+        # transaction committed, every ISR was full: seconds after the kill or expiry, median-max.
+        lines.append(f"  unavailability (s, median-max)   {'leaders':>10} {'producers':>10} {'transaction':>12} "
+                     f"{'ISRs full':>10}")
+        kills = [w for w in report.windows if w.kind != "session expiry"]
+        groups = [(kind, [w for w in report.windows if w.kind == kind]) for kind in KINDS]
+        for label, hit in [*groups, ("every SIGKILL", kills)]:
             if hit:
-                lines.append(f"    {kind} x{len(hit)}: producers acknowledged again after " +
-                             ", ".join(f"{w.acks:.1f}" for w in hit))
+                lines.append(f"    {label:<24} x{len(hit):<3} " + " ".join(
+                    f"{_spread([getattr(w, name) for w in hit]):>{width}}"
+                    for name, width in (("leaders", 10), ("acks", 10), ("txn", 12), ("whole", 10))))
     return "\n".join(lines)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f}-{max(values):.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
