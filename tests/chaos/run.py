@@ -275,6 +275,7 @@ def run(rounds: int, seed: int, data_dir: Path, zookeeper: str | None = None, ra
                    "committed_txns": outcomes.count("committed"), "aborted_txns": outcomes.count("aborted"),
                    "unknown_txns": outcomes.count("unknown") + outcomes.count("open"),
                    "shown_to_reader": len(ledger.seen), "group_consumed": ledger.consumed,
+                   "offset_reads": ledger.offsets_read,
                    "txn_producers_replaced": ledger.producers_replaced}
     return Report(rounds, time.monotonic() - started, findings.counts(), findings.examples, figures, windows)
 

@@ -66,6 +66,7 @@ class ChaosLedger(Ledger):
     seen: list[tuple[int, int, bytes]] = field(default_factory=list)  # what the read_committed reader was shown
     reader_errors: list[str] = field(default_factory=list)
     backwards: list[str] = field(default_factory=list)  # committed offsets seen going backwards
+    offsets_read: int = 0  # answers the offset monitor had
     producers_replaced: int = 0
 
     def progress(self) -> tuple[int, int, int]:
@@ -287,6 +288,8 @@ def offset_monitor(bootstrap: str, ledger: ChaosLedger, stop: threading.Event) -
                 found = watcher.committed([TopicPartition(IN_TOPIC, p) for p in range(PARTITIONS)], timeout=5)
             except KafkaException:
                 continue  # no answer now (a coordinator moving): nothing learned
+            with ledger.lock:
+                ledger.offsets_read += 1
             for tp in found:
                 if tp.error is not None:
                     continue

@@ -20,6 +20,7 @@ def test_cluster_chaos(minibroker_zookeeper, tmp_path):
     # The consumers went through everything: each input record transformed once, every output shown.
     assert figures["outputs_visible"] == figures["stored"] == figures["acknowledged"], text
     assert figures["shown_to_reader"] == figures["outputs_visible"] and figures["group_consumed"] > 0, text
+    assert figures["offset_reads"] > 0, text  # the monitor of committed offsets had answers to compare
     # Each kill cost a failover, not a hang: producers were acknowledged again within the session timeout
     # and a few seconds (6 s here), whatever the machine's load, well under the 120 s a wait allows.
     assert max(w.acks for w in report.windows) < 60, text
