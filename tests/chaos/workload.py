@@ -23,7 +23,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.soak.crash_loop import Ledger, fatal_check, recover
+from tests.soak.crash_loop import Ledger, fatal_check
 
 log = logging.getLogger("tests.chaos")
 
@@ -162,12 +162,20 @@ def _transactional_producer(bootstrap: str, stop: threading.Event) -> Producer |
     return None
 
 
-def _retrying(call: Callable[[float], None], timeout: float = 180.0) -> None:
-    """Commit or abort, again after a retriable error (librdkafka's advice) until `timeout`."""
-    deadline = time.monotonic() + timeout
+# How long a transactional call may take before the loop gives up on its producer and starts a new one (whose
+# init fences the old and settles its transaction). A failover takes seconds; longer is librdkafka stuck: 2.16
+# can leave a partition with its internal broker when it forgets a dead broker in the same Metadata answer that
+# moves the partition's leadership away from it, and only a later leader epoch would move it back (cf.
+# confluentinc/librdkafka#4804); a commit then waits for messages that are never sent.
+PATIENCE_S = 30.0
+
+
+def _retrying(call: Callable[[float], None]) -> None:
+    """A transactional call, again after a retriable error (librdkafka's advice), for PATIENCE_S at most."""
+    deadline = time.monotonic() + PATIENCE_S
     while True:
         try:
-            call(30)
+            call(max(deadline - time.monotonic(), 1.0))
             return
         except KafkaException as exc:
             if not exc.args[0].retriable() or time.monotonic() > deadline:
@@ -195,8 +203,12 @@ def _transact(producer: Producer, consumer: Consumer, txn: Txn, messages: list[A
         return "committed", True
     except KafkaException as exc:
         log.info("transaction %d: %s", txn.number, exc.args[0])
-        if recover(producer, exc.args[0]) == "aborted":
-            return "aborted", True
+        if exc.args[0].txn_requires_abort():
+            try:
+                _retrying(producer.abort_transaction)
+                return "aborted", True
+            except KafkaException:
+                pass
         return ("unknown" if decided else "aborted"), False
 
 

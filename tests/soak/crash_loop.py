@@ -121,7 +121,7 @@ def transactional_producer(bootstrap: str, ledger: Ledger, stop: threading.Event
                 producer.abort_transaction(60)
         except KafkaException as exc:
             error = exc.args[0]
-            outcome = recover(producer, error) if not error.fatal() else None
+            outcome = _recover(producer, error) if not error.fatal() else None
             with ledger.lock:
                 if outcome == "aborted":
                     ledger.aborted_txns.append(txn)
@@ -139,7 +139,7 @@ def transactional_producer(bootstrap: str, ledger: Ledger, stop: threading.Event
             (ledger.committed_txns if commit else ledger.aborted_txns).append(txn)
 
 
-def recover(producer: Producer, error: KafkaError) -> str | None:
+def _recover(producer: Producer, error: KafkaError) -> str | None:
     """Abort after an abortable error: "aborted" when that worked, None when the producer must be replaced."""
     if not error.txn_requires_abort():
         return None
