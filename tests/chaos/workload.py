@@ -154,28 +154,57 @@ def _transactional_producer(bootstrap: str, stop: threading.Event) -> Producer |
                              "transaction.timeout.ms": 60_000, "message.timeout.ms": 60_000, "linger.ms": 5,
                              **QUIET, "error_cb": lambda err: None})
         try:
-            producer.init_transactions(60)
+            _bounded(lambda p=producer: p.init_transactions(60), 65)
+            log.info("transactional producer ready")
             return producer
-        except KafkaException as exc:
+        except (KafkaException, Stuck) as exc:
             log.info("init_transactions: %s", exc.args[0])
             time.sleep(0.2)
     return None
 
 
 # How long a transactional call may take before the loop gives up on its producer and starts a new one (whose
-# init fences the old and settles its transaction). A failover takes seconds; longer is librdkafka stuck: 2.16
-# can leave a partition with its internal broker when it forgets a dead broker in the same Metadata answer that
-# moves the partition's leadership away from it, and only a later leader epoch would move it back (cf.
-# confluentinc/librdkafka#4804); a commit then waits for messages that are never sent.
+# init fences the old and settles its transaction). A failover takes seconds here; longer is librdkafka stuck
+# after a broker it had forgotten came back. Seen with 2.16: a partition left with the client's internal broker
+# when one Metadata answer both drops a dead broker and moves the partition's leadership away from it (only a
+# later leader epoch moves it back, cf. confluentinc/librdkafka#4804), so a commit waits for messages never sent;
+# send_offsets_to_transaction blocked for two minutes, past its own timeout, before sending TxnOffsetCommit.
 PATIENCE_S = 30.0
 
 
+class Stuck(Exception):
+    """A librdkafka call that outlived PATIENCE_S (and its own timeout): its producer is given up."""
+
+
+def _bounded(call: Callable[[], Any], limit: float) -> Any:
+    """`call` in a thread of its own, `limit` seconds at most; Stuck after that. The thread is left to finish
+    (or not) with the producer it holds, which nothing uses any more."""
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True, name="librdkafka-call")
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        raise Stuck(f"no answer in {limit:.0f} s")
+    if failure:
+        raise failure[0]
+    return result[0] if result else None
+
+
 def _retrying(call: Callable[[float], None]) -> None:
-    """A transactional call, again after a retriable error (librdkafka's advice), for PATIENCE_S at most."""
+    """A transactional call, again after a retriable error (librdkafka's advice), for PATIENCE_S in all."""
     deadline = time.monotonic() + PATIENCE_S
     while True:
+        remaining = max(deadline - time.monotonic(), 1.0)
         try:
-            call(max(deadline - time.monotonic(), 1.0))
+            _bounded(lambda r=remaining: call(r), remaining + 5)
             return
         except KafkaException as exc:
             if not exc.args[0].retriable() or time.monotonic() > deadline:
@@ -201,13 +230,13 @@ def _transact(producer: Producer, consumer: Consumer, txn: Txn, messages: list[A
         decided = True
         _retrying(producer.commit_transaction)
         return "committed", True
-    except KafkaException as exc:
+    except (KafkaException, Stuck) as exc:
         log.info("transaction %d: %s", txn.number, exc.args[0])
-        if exc.args[0].txn_requires_abort():
+        if isinstance(exc, KafkaException) and exc.args[0].txn_requires_abort():
             try:
                 _retrying(producer.abort_transaction)
                 return "aborted", True
-            except KafkaException:
+            except (KafkaException, Stuck):
                 pass
         return ("unknown" if decided else "aborted"), False
 
