@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -16,6 +17,7 @@ LEADER_NOT_AVAILABLE = 5
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
 NOT_ENOUGH_REPLICAS = 19
+INVALID_PRODUCER_EPOCH = 47
 
 
 def _produce(bootstrap: str, topic: str, values: list[tuple[int, bytes]], **config: object) -> list[tuple[int, int]]:
@@ -614,3 +616,73 @@ def test_a_starting_broker_answers_metadata_once_it_knows_the_cluster(minibroker
     assert {b.node_id for b in answer.brokers} >= {victim}
     assert answer.topics[0].error_code == 0 and len(answer.topics[0].partitions) == 1
     starting.join(60)
+
+
+def test_a_fenced_producers_late_txn_offset_commit_is_refused(minibroker_cluster, topic_name):
+    """A zombie's TxnOffsetCommit (its producer fenced by a new instance, which aborted its transaction) that reaches
+    the group coordinator late is refused with INVALID_PRODUCER_EPOCH: the abort marker on __consumer_offsets carries
+    the newer epoch, and the coordinator's append is checked against it as any producer's (Kafka's
+    checkProducerEpoch for a coordinator append). Accepted, its offsets would wait for the producer id's next commit
+    marker and then move the group back (a chaos run saw a committed offset go from 17671 to 15871). Here the
+    transaction coordinator is another broker than the group's, which cannot check the epoch itself."""
+    from broker.testkit.wire import WireClient
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=2, replication_factor=3)
+    group = "g-" + topic_name
+    group_coordinator = cluster.wait_until(lambda: _coordinator_of(cluster, group) if
+                                           _coordinator_of(cluster, group) >= 0 else None, 30, "group coordinator")
+
+    def txn_coordinator(txn_id: str) -> int | None:
+        found = _coordinator_of(cluster, txn_id, key_type=1)
+        return found if found >= 0 else None
+
+    txn_id = next(t for t in (f"t-{topic_name}-{i}" for i in range(100))
+                  if cluster.wait_until(lambda t=t: txn_coordinator(t), 30, "txn coordinator") != group_coordinator)
+    txn_address = cluster.broker(txn_coordinator(txn_id)).bootstrap
+
+    def init() -> tuple[int, int]:
+        def answer() -> Any:
+            with WireClient(txn_address) as c:
+                found = c.request(22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60000,
+                                          "producer_id": -1, "producer_epoch": -1})
+            return found if found.error_code not in (14, 15, 51) else None  # loading, or an abort completing
+        found = cluster.wait_until(answer, 60, "InitProducerId")
+        assert found.error_code == 0
+        return found.producer_id, found.producer_epoch
+
+    def add_offsets(pid: int, epoch: int) -> None:
+        with WireClient(txn_address) as c:
+            assert c.request(25, 3, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+                                     "group_id": group}).error_code == 0
+
+    def txn_offset_commit(pid: int, epoch: int, partition: int, offset: int) -> int:
+        with WireClient(cluster.broker(group_coordinator).bootstrap) as c:
+            answer = c.request(28, 3, {
+                "transactional_id": txn_id, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+                "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{
+                    "name": topic_name, "partitions": [{"partition_index": partition, "committed_offset": offset,
+                                                        "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+        return answer.topics[0].partitions[0].error_code
+
+    pid, old_epoch = init()
+    add_offsets(pid, old_epoch)  # the old instance's transaction includes the group's partition
+    same_pid, new_epoch = init()  # a new instance: the old transaction is aborted, its epoch fenced
+    assert same_pid == pid and new_epoch > old_epoch
+    assert txn_offset_commit(pid, old_epoch, 0, 100) == INVALID_PRODUCER_EPOCH  # the zombie, late
+    # The new instance commits offsets of partition 1 only: partition 0 must keep having none.
+    add_offsets(pid, new_epoch)
+    assert txn_offset_commit(pid, new_epoch, 1, 5) == 0
+    with WireClient(txn_address) as c:
+        assert c.request(26, 3, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": new_epoch,
+                                 "committed": True}).error_code == 0
+
+    def committed() -> dict[int, int] | None:
+        with WireClient(cluster.broker(group_coordinator).bootstrap) as c:
+            answer = c.request(9, 7, {"group_id": group, "topics": [{"name": topic_name, "partition_indexes": [0, 1]}],
+                                      "require_stable": True})
+        if answer.error_code or any(p.error_code for p in answer.topics[0].partitions):
+            return None  # UNSTABLE_OFFSET_COMMIT until the commit marker is written
+        return {p.partition_index: p.committed_offset for p in answer.topics[0].partitions}
+
+    assert cluster.wait_until(committed, 30, "the committed offsets") == {0: -1, 1: 5}
