@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps reference-deps run cluster test lint bench fuzz soak load pipeline clean bytecode certs \
+.PHONY: install system-deps reference-deps run cluster test lint bench fuzz soak chaos load pipeline clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
 
 install: $(VENV)/.installed
@@ -61,6 +61,14 @@ fuzz: install
 SOAK_ITERATIONS ?= 20
 soak: install
 	$(PY) -m tests.soak.crash_loop --iterations $(SOAK_ITERATIONS)
+
+# The cluster chaos test: ZooKeeper and three brokers (replication factor 3, min.insync.replicas=2) under
+# idempotent, transactional (consume-transform-produce) and consumer load; CHAOS_ROUNDS rounds of a broker
+# SIGKILLed and restarted (the controller and the coordinators among them) or its ZooKeeper session expired;
+# prints the counts and the unavailability windows (a 3-round run is part of `make test`).
+CHAOS_ROUNDS ?= 20
+chaos: install system-deps
+	$(PY) -m tests.chaos.run --rounds $(CHAOS_ROUNDS)
 
 # Load: 1,000 connections, 100 producers and 20 consumers on one broker, idle connections closed, a slow
 # reader; prints the broker's memory and how fairly the clients were served.

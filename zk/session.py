@@ -239,6 +239,13 @@ class ZkSession:
         client_id = self._client.client_id
         return client_id[0] if client_id else None
 
+    @property
+    def session_password(self) -> bytes | None:
+        """The current session's password: with its id, what another client needs to take the session over
+        (how a test expires a broker's session: broker.testkit.zookeeper.expire_session)."""
+        client_id = self._client.client_id
+        return client_id[1] if client_id else None
+
     async def wait_connected(self, timeout: float = math.inf) -> None:
         """Return once connected (at once if connected now); ZooKeeperUnavailableError after `timeout`."""
         with trio.move_on_after(timeout):

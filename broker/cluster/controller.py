@@ -199,6 +199,14 @@ class Controller:
         self._send_update_metadata(ctx.live_brokers, ctx.assignments)
         self._send_leader_and_isr([tp for tp in ctx.states if not ctx.is_deleting(tp[0])])
         await self._trigger_online(ctx.in_status(PartitionStatus.NEW, PartitionStatus.OFFLINE))
+        # Brokers that died with no controller to see it (the previous controller among them) leave the ISRs
+        # they are still in, as Kafka's replica state machine moves their replicas to OfflineReplica at
+        # failover: an ISR naming a dead follower holds every acks=all produce until the leader's
+        # replica.lag.time.max.ms.
+        followed = sorted(tp for tp, s in ctx.states.items() if s.leader in ctx.live_brokers
+                          and any(b not in ctx.live_brokers for b in s.isr) and not ctx.is_deleting(tp[0]))
+        dead = {b for tp in followed for b in ctx.states[tp].isr if b not in ctx.live_brokers}
+        await self._remove_from_isr(followed, dead)
         await self._reassignment_znode_changed()
         await self._preferred_election_znode_changed()
         await self._resume_deletions()

@@ -139,6 +139,7 @@ class ReplicaManager:
         plog.become_leader(partition.leader_epoch)
         state = self.leading.get(tp)
         if state is None or state.partition is not partition:
+            self._stop_leading(tp)  # the leadership of an older partition of this name, if any
             state = self.leading[tp] = LeaderState(partition)
         now = self.clock.now_ms()
         for replica in partition.replicas:
@@ -159,9 +160,18 @@ class ReplicaManager:
             self._coordinator(partition, partition.leader_epoch)
         self.appends.notify()
 
+    def _stop_leading(self, tp: tuple[str, int]) -> LeaderState | None:
+        """Forget the leadership of `tp`; produces waiting for its followers (acks=all) answer
+        NOT_LEADER_OR_FOLLOWER now, as Kafka completes its delayed produces, not at their timeout."""
+        state = self.leading.pop(tp, None)
+        if state is not None:
+            state.hw_changed.set()
+            state.hw_changed = trio.Event()
+        return state
+
     def _become_follower(self, partition: Partition) -> None:
         tp = (partition.topic, partition.index)
-        if self.leading.pop(tp, None) is not None:
+        if self._stop_leading(tp) is not None:
             self._coordinator(partition, None)
             log.info("%s-%d: leadership moved to broker %d (epoch %d)", *tp, partition.leader,
                      partition.leader_epoch)
@@ -197,7 +207,7 @@ class ReplicaManager:
                     continue
                 if self.fetchers is not None:
                     self.fetchers.remove(tp)
-                state = self.leading.pop(tp, None)
+                state = self._stop_leading(tp)
                 if state is not None and partition is not None:
                     self._coordinator(partition, None)
                 try:
@@ -216,7 +226,8 @@ class ReplicaManager:
     def topic_removed(self, name: str) -> None:
         """The topic is gone (deleted): stop leading and following its partitions here."""
         for tp in [tp for tp in self.leading if tp[0] == name]:
-            state = self.leading.pop(tp)
+            state = self._stop_leading(tp)
+            assert state is not None
             self._coordinator(state.partition, None)
         topic = self.topics.get(name)
         if topic is not None and self.fetchers is not None:

@@ -328,6 +328,15 @@ class ZkCluster:
     def _listener_of(self, endpoint: Any) -> str:
         return self.config.listeners[endpoint.listener].name
 
+    async def wait_metadata(self) -> None:
+        """Until the controller has told this broker what the cluster is (its first UpdateMetadata), at most
+        zookeeper.connection.timeout.ms. The listeners are open before (the registration names their ports):
+        a client asking meanwhile would hear of no brokers and no topics, which librdkafka takes for a cluster
+        without brokers (it drops every broker it knows: confluentinc/librdkafka#5301)."""
+        if not self._first_metadata.is_set():
+            with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
+                await self._first_metadata.wait()
+
     def nodes(self, endpoint: Any) -> list[Node]:
         listener = self._listener_of(endpoint)
         out = []

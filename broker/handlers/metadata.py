@@ -18,7 +18,13 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    # A cluster broker just started answers once the controller has told it what the cluster is.
+    await ctx.broker.cluster.wait_metadata()
+    return _answer(ctx, req)
+
+
+def _answer(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     version = ctx.header.api_version
     # v0: an empty list means all topics; v1+: null means all, empty means none.

@@ -176,6 +176,16 @@ class ProducerStateManager:
             entry.current_txn_first_offset = first_offset
             self.ongoing_txns[first_offset] = producer_id
 
+    def check_coordinator_append(self, producer_id: int, epoch: int) -> str | None:
+        """A coordinator's write for a producer (TxnOffsetCommit's batch on `__consumer_offsets`): no sequence to
+        check, but an epoch older than the last this partition saw, from the producer or a marker, is refused
+        (Kafka's ProducerAppendInfo.checkProducerEpoch for AppendOrigin.COORDINATOR). None to write it, else the
+        Kafka error name."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            return "INVALID_PRODUCER_EPOCH"
+        return None
+
     def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
         """Kafka's UnifiedLog.hasOngoingTransaction: the producer has an open transaction here, at `epoch`
         (then a transactional batch needs no KIP-890 verification)."""

@@ -63,7 +63,7 @@ class Server:
         return self.metrics.render(self.broker, self.connection_count)
 
     def _inspect(self, route: list[str], query: str) -> object:
-        """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION on the admin endpoint."""
+        """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION, /zookeeper on the admin endpoint."""
         from broker.testkit import introspect
 
         if route == ["topics"]:
@@ -72,6 +72,8 @@ class Server:
             return introspect.groups(self.broker)
         if route == ["transactions"]:
             return introspect.transactions(self.broker)
+        if route == ["zookeeper"]:
+            return introspect.zookeeper(self.broker)
         if len(route) == 3 and route[0] == "producers" and route[2].isdigit():
             return introspect.producers(self.broker, route[1], int(route[2]))
         return None

@@ -271,6 +271,12 @@ class GroupService:
                             base_timestamp=now_ms, producer_id=producer_id, producer_epoch=producer_epoch,
                             is_transactional=True)
         partition = self._led_partition(group_id)
+        # A fenced producer's late commit: its transaction was aborted by a marker of a newer epoch, and its
+        # offsets, kept pending, would be committed by the producer id's next commit marker.
+        refused = partition.producers.check_coordinator_append(producer_id, producer_epoch)
+        if refused is not None:
+            raise StoreError(ErrorCode[refused], f"producer {producer_id}'s epoch {producer_epoch} is fenced in "
+                                                 f"{OFFSETS_TOPIC}-{partition.index}")
         try:
             result = partition.log.append(batch, now_ms=now_ms)
         except OSError as exc:

@@ -46,6 +46,9 @@ class SingleNode:
     def controller_id(self) -> int:
         return self.node_id
 
+    async def wait_metadata(self) -> None:
+        """A single broker knows the cluster from the start (see ZkCluster.wait_metadata)."""
+
     def nodes(self, endpoint: Any) -> list[Node]:
         """The live brokers, at their addresses for the listener the client came in on (`endpoint`)."""
         return [Node(self.node_id, endpoint.host, endpoint.port, self.rack)]

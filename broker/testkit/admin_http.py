@@ -10,7 +10,7 @@ the broker from outside Python.
     GET    /health          "ok"
     GET    /metrics         Prometheus metrics (text exposition format, broker/testkit/metrics.py)
     GET    /topics          introspection (broker/testkit/introspect.py), as BrokerThread.topics() gives it;
-    GET    /topics?internal=true   likewise /groups, /transactions and /producers/TOPIC/PARTITION
+    GET    /topics?internal=true   likewise /groups, /transactions, /producers/TOPIC/PARTITION and /zookeeper
 
 HTTP/1.1 with one request per connection; a small, local tool, not a general web server.
 """

@@ -232,6 +232,12 @@ class BrokerThread:
 
         return self.call(introspect.producers, topic, partition)
 
+    def zookeeper_session(self) -> dict[str, Any]:
+        """As BrokerProcess.zookeeper_session: the ZooKeeper session of a cluster broker (empty otherwise)."""
+        from broker.testkit import introspect
+
+        return self.call(introspect.zookeeper)
+
     def wait_group_stable(self, group: str, timeout: float = 30.0, members: int | None = None) -> dict[str, Any]:
         """Wait until the group is Stable (with `members` members, if given); returns its description."""
         return self.wait_until(lambda: self._stable(group, members), timeout, f"group {group} stable")
@@ -474,3 +480,8 @@ class BrokerProcess:
 
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
         return self._admin("GET", f"/producers/{topic}/{partition}")
+
+    def zookeeper_session(self) -> dict[str, Any]:
+        """{"session_id", "session_password" (hex), "connected", "broker_epoch", "controller"} of a cluster
+        broker's ZooKeeper session; empty for a single broker."""
+        return self._admin("GET", "/zookeeper")

@@ -8,6 +8,7 @@ child processes, so a test can stop, SIGKILL and restart them and watch leaders 
         cluster.kill_broker(leader)                         # SIGKILL
         cluster.wait_leader("orders", 0, not_broker=leader)  # a new leader from the ISR
         cluster.start_broker(leader)                        # same port, same data dir
+        cluster.expire_session(2)                           # its ZooKeeper session ends; it registers again
 
 `broker(id)` is the BrokerProcess of one broker: its fault rules and introspection (`topics()`,
 `groups()`, `inject_error(...)`) are that broker's. The pytest fixture `minibroker_cluster` hands out one
@@ -111,6 +112,20 @@ class MinibrokerCluster:
         """Start it again, on the same port and data dir; returns once the cluster sees it."""
         self.brokers[broker_id].start(timeout)
         self.wait_brokers([broker_id], timeout)
+
+    def expire_session(self, broker_id: int) -> int:
+        """Expire the broker's ZooKeeper session from outside (broker.testkit.zookeeper.expire_session): its
+        registration and, if it was the controller, /controller go at once, as after a long pause or a
+        partition from ZooKeeper; the broker, still running, starts a new session and registers again.
+        Returns the id of the session that ended."""
+        from broker.testkit.zookeeper import expire_session
+
+        session = self.brokers[broker_id].zookeeper_session()
+        if not session.get("session_id") or not session.get("session_password"):
+            raise RuntimeError(f"broker {broker_id} has no ZooKeeper session now: {session}")
+        assert self._zk_address is not None
+        expire_session(self._zk_address, session["session_id"], bytes.fromhex(session["session_password"]))
+        return session["session_id"]
 
     # -- what the cluster says --------------------------------------------------------------------------------
     def metadata(self, topics: list[str] | None = None) -> Any:

@@ -128,3 +128,16 @@ def producers(broker: Any, topic: str, partition: int) -> list[dict[str, Any]]:
                     "last_timestamp": entry.last_timestamp,
                     "open_transaction_first_offset": entry.current_txn_first_offset})
     return out
+
+
+def zookeeper(broker: Any) -> dict[str, Any]:
+    """This broker's ZooKeeper session (empty for a single broker): its id and password (hex), so a test can
+    expire it from outside, whether it is connected, and the broker epoch of its registration."""
+    cluster = broker.cluster
+    session = getattr(cluster, "session", None)
+    if session is None:
+        return {}
+    password = session.session_password
+    return {"session_id": session.session_id, "session_password": password.hex() if password else None,
+            "connected": session.connected, "broker_epoch": cluster.broker_epoch,
+            "controller": cluster.controller is not None}

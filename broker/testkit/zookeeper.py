@@ -49,6 +49,21 @@ def _ruok(port: int) -> bool:
         return False
 
 
+def expire_session(hosts: str, session_id: int, password: bytes, timeout: float = 30.0) -> None:
+    """End another client's session, as ZooKeeper does when its timeout passes: take the session over with
+    its id and password, then close it (the classic trick; ZooKeeper has no command for it). The client
+    whose session it was learns on its next exchange with the server that the session expired.
+    `hosts`: "HOST:PORT[,...]" (no chroot)."""
+    from kazoo.client import KazooClient
+
+    other = KazooClient(hosts=hosts, client_id=(session_id, password))
+    other.start(timeout=timeout)
+    try:
+        other.stop()  # sends closeSession: the session and its ephemeral znodes end now
+    finally:
+        other.close()
+
+
 class ZooKeeperServer:
     """Start/stop/restart one standalone server; `address` is "127.0.0.1:PORT"."""
 

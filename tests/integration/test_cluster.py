@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -13,7 +14,10 @@ from confluent_kafka.admin import AdminClient
 from tests.integration.conftest import wait_until
 
 LEADER_NOT_AVAILABLE = 5
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
 NOT_ENOUGH_REPLICAS = 19
+INVALID_PRODUCER_EPOCH = 47
 
 
 def _produce(bootstrap: str, topic: str, values: list[tuple[int, bytes]], **config: object) -> list[tuple[int, int]]:
@@ -486,3 +490,199 @@ def test_a_broker_id_already_registered_is_refused(minibroker_cluster, tmp_path)
                             capture_output=True, text=True, timeout=60)
     assert answer.returncode == 1
     assert "broker id 2 is already registered in ZooKeeper by another broker" in answer.stderr
+
+
+def test_a_broker_whose_zookeeper_session_expires_registers_again(minibroker_cluster, topic_name):
+    """ZooKeeper ends the controller's session while its process runs on (as after a long pause): its
+    registration and /controller go, another broker takes over; its new session registers it again (a new
+    broker epoch), it rejoins every ISR, and nothing acknowledged is lost."""
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    for p in range(3):
+        cluster.wait_isr(topic_name, p, 3)
+    acked = _produce(cluster.bootstrap, topic_name, [(p, b"before-%d" % i) for i in range(20) for p in range(3)])
+    victim = cluster.controller_id()
+    before = cluster.broker(victim).zookeeper_session()
+    assert before["connected"] and before["controller"]
+    assert cluster.expire_session(victim) == before["session_id"]
+
+    def registered_again() -> dict | None:
+        now = cluster.broker(victim).zookeeper_session()
+        return now if now["session_id"] != before["session_id"] and now["broker_epoch"] > before["broker_epoch"] \
+            else None
+
+    after = cluster.wait_until(registered_again, 60, "a new session and registration")
+    assert after["connected"]
+    cluster.wait_brokers([1, 2, 3])
+    assert cluster.wait_until(lambda: cluster.controller_id() if cluster.controller_id() >= 0 else None, 60,
+                              "a controller") in (1, 2, 3)
+    for p in range(3):
+        assert sorted(cluster.wait_isr(topic_name, p, 3)) == [1, 2, 3]
+    acked += _produce(cluster.bootstrap, topic_name, [(p, b"after-%d" % i) for i in range(20) for p in range(3)])
+    got = _consume(cluster.bootstrap, topic_name, [0, 1, 2], len(acked))
+    assert sorted((p, o) for p, o, _ in got) == sorted(acked)
+
+
+@pytest.mark.minibroker_cluster(args=["--override", "replica.lag.time.max.ms=120000"])
+def test_a_new_controller_takes_the_dead_controller_out_of_the_isrs(minibroker_cluster, topic_name):
+    """The controller dies while following partitions: its successor removes it from their ISRs at failover
+    (Kafka's replica state machine: OfflineReplica), not the leaders' replica.lag.time.max.ms later; until
+    then an ISR naming it would hold every acks=all produce."""
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    for p in range(3):
+        cluster.wait_isr(topic_name, p, 3)
+    old = cluster.controller_id()
+    followed = [p for p in range(3) if cluster.leader(topic_name, p) != old]
+    assert followed
+    cluster.kill_broker(old)
+    for p in range(3):
+        assert old not in cluster.wait_isr(topic_name, p, 2, timeout=30)
+    started = time.monotonic()
+    assert len(_produce(cluster.bootstrap, topic_name, [(p, b"after") for p in range(3)])) == 3
+    assert time.monotonic() - started < 10
+
+
+def test_an_acks_all_produce_waiting_on_a_leader_that_moves_away_is_answered_at_once(minibroker_cluster, topic_name):
+    """A produce waiting for its followers (acks=all) when its partition's leadership moves away is answered
+    NOT_LEADER_OR_FOLLOWER then (Kafka completes the delayed produces of a partition that becomes a follower;
+    the client retries on the new leader), not when its timeout ends."""
+    from broker.testkit.wire import WireClient
+    from protocol.records import Record, build_batch
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    cluster.wait_isr(topic_name, 0, 3)
+    old = cluster.leader(topic_name, 0)
+    new = next(b for b in (1, 2, 3) if b != old)
+    cluster.broker(old).inject("delay", api="FETCH", delay_ms=30_000, count=None)  # the followers stall
+
+    def produce(timeout_ms: int) -> int:
+        batch = build_batch([Record(0, 0, None, b"x")], base_timestamp=int(time.time() * 1000))
+        with WireClient(cluster.broker(old).bootstrap, timeout=120) as client:
+            answer = client.request(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": timeout_ms,
+                                           "topic_data": [{"name": topic_name, "partition_data": [
+                                               {"index": 0, "records": batch}]}]})
+        return answer.responses[0].partition_responses[0].error_code
+
+    # Once the followers' fetches in flight have returned, an acks=all produce waits for them.
+    cluster.wait_until(lambda: produce(1000) == REQUEST_TIMED_OUT or None, 60, "an acks=all produce waiting")
+    end = cluster.broker(old).topics()[topic_name]["partitions"][0]["log_end_offset"]
+    answer: list[int] = []
+    waiting = threading.Thread(target=lambda: answer.append(produce(90_000)), daemon=True)
+    waiting.start()
+    cluster.wait_until(lambda: cluster.broker(old).topics()[topic_name]["partitions"][0]["log_end_offset"] > end
+                       or None, 30, "the produce appended, waiting for the followers")
+    moved = time.monotonic()
+    cluster.move_leader(topic_name, 0, new)
+    waiting.join(60)
+    assert answer == [NOT_LEADER_OR_FOLLOWER]
+    assert time.monotonic() - moved < 30
+
+
+def test_a_starting_broker_answers_metadata_once_it_knows_the_cluster(minibroker_cluster, topic_name):
+    """A broker's listener is open before the controller has told it what the cluster is (it registers with its
+    port). A Metadata request meanwhile waits for that, rather than being answered with no brokers and no topics
+    (Kafka's answer then, which librdkafka 2.x takes for a cluster without brokers: it drops every broker it
+    knows and stalls until it bootstraps again, minutes later; confluentinc/librdkafka#5301)."""
+    import socket
+
+    from broker.testkit.wire import WireClient
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=3)
+    controller = cluster.controller_id()
+    victim = next(b for b in (1, 2, 3) if b != controller)
+    cluster.kill_broker(victim)
+    cluster.wait_until(lambda: victim not in {b.node_id for b in cluster.metadata([]).brokers} or None, 60,
+                       f"broker {victim} out of the cluster")
+    cluster.kill_broker(controller)  # no controller, so no word to the victim, until this one's session expires
+    starting = threading.Thread(target=cluster.start_broker, args=(victim,), daemon=True)
+    starting.start()
+    port = cluster.broker(victim).port
+
+    def listening() -> bool | None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return None
+
+    cluster.wait_until(listening, 60, f"broker {victim} listening")
+    with WireClient(f"127.0.0.1:{port}", timeout=60) as client:
+        answer = client.request(3, 12, {"topics": [{"name": topic_name, "topic_id": None}],
+                                        "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+    assert {b.node_id for b in answer.brokers} >= {victim}
+    assert answer.topics[0].error_code == 0 and len(answer.topics[0].partitions) == 1
+    starting.join(60)
+
+
+def test_a_fenced_producers_late_txn_offset_commit_is_refused(minibroker_cluster, topic_name):
+    """A zombie's TxnOffsetCommit (its producer fenced by a new instance, which aborted its transaction) that reaches
+    the group coordinator late is refused with INVALID_PRODUCER_EPOCH: the abort marker on __consumer_offsets carries
+    the newer epoch, and the coordinator's append is checked against it as any producer's (Kafka's
+    checkProducerEpoch for a coordinator append). Accepted, its offsets would wait for the producer id's next commit
+    marker and then move the group back (a chaos run saw a committed offset go from 17671 to 15871). Here the
+    transaction coordinator is another broker than the group's, which cannot check the epoch itself."""
+    from broker.testkit.wire import WireClient
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=2, replication_factor=3)
+    group = "g-" + topic_name
+    group_coordinator = cluster.wait_until(lambda: _coordinator_of(cluster, group) if
+                                           _coordinator_of(cluster, group) >= 0 else None, 30, "group coordinator")
+
+    def txn_coordinator(txn_id: str) -> int | None:
+        found = _coordinator_of(cluster, txn_id, key_type=1)
+        return found if found >= 0 else None
+
+    txn_id = next(t for t in (f"t-{topic_name}-{i}" for i in range(100))
+                  if cluster.wait_until(lambda t=t: txn_coordinator(t), 30, "txn coordinator") != group_coordinator)
+    txn_address = cluster.broker(txn_coordinator(txn_id)).bootstrap
+
+    def init() -> tuple[int, int]:
+        def answer() -> Any:
+            with WireClient(txn_address) as c:
+                found = c.request(22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60000,
+                                          "producer_id": -1, "producer_epoch": -1})
+            return found if found.error_code not in (14, 15, 51) else None  # loading, or an abort completing
+        found = cluster.wait_until(answer, 60, "InitProducerId")
+        assert found.error_code == 0
+        return found.producer_id, found.producer_epoch
+
+    def add_offsets(pid: int, epoch: int) -> None:
+        with WireClient(txn_address) as c:
+            assert c.request(25, 3, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+                                     "group_id": group}).error_code == 0
+
+    def txn_offset_commit(pid: int, epoch: int, partition: int, offset: int) -> int:
+        with WireClient(cluster.broker(group_coordinator).bootstrap) as c:
+            answer = c.request(28, 3, {
+                "transactional_id": txn_id, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+                "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{
+                    "name": topic_name, "partitions": [{"partition_index": partition, "committed_offset": offset,
+                                                        "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+        return answer.topics[0].partitions[0].error_code
+
+    pid, old_epoch = init()
+    add_offsets(pid, old_epoch)  # the old instance's transaction includes the group's partition
+    same_pid, new_epoch = init()  # a new instance: the old transaction is aborted, its epoch fenced
+    assert same_pid == pid and new_epoch > old_epoch
+    assert txn_offset_commit(pid, old_epoch, 0, 100) == INVALID_PRODUCER_EPOCH  # the zombie, late
+    # The new instance commits offsets of partition 1 only: partition 0 must keep having none.
+    add_offsets(pid, new_epoch)
+    assert txn_offset_commit(pid, new_epoch, 1, 5) == 0
+    with WireClient(txn_address) as c:
+        assert c.request(26, 3, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": new_epoch,
+                                 "committed": True}).error_code == 0
+
+    def committed() -> dict[int, int] | None:
+        with WireClient(cluster.broker(group_coordinator).bootstrap) as c:
+            answer = c.request(9, 7, {"group_id": group, "topics": [{"name": topic_name, "partition_indexes": [0, 1]}],
+                                      "require_stable": True})
+        if answer.error_code or any(p.error_code for p in answer.topics[0].partitions):
+            return None  # UNSTABLE_OFFSET_COMMIT until the commit marker is written
+        return {p.partition_index: p.committed_offset for p in answer.topics[0].partitions}
+
+    assert cluster.wait_until(committed, 30, "the committed offsets") == {0: -1, 1: 5}

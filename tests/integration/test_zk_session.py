@@ -10,7 +10,7 @@ import pytest
 import trio
 from kazoo.client import KazooClient
 
-from broker.testkit.zookeeper import ZooKeeperServer, available
+from broker.testkit.zookeeper import ZooKeeperServer, available, expire_session
 from zk.errors import MultiOpError, ZooKeeperUnavailableError
 from zk.session import (
     BadVersionError,
@@ -52,12 +52,8 @@ async def _next_state(events, wanted: SessionState, timeout: float = 60.0):
 
 def _expire(zk: ZkSession) -> None:
     """ZooKeeper's way to expire a session from outside: connect with its id and password, then close."""
-    session_id, password = zk._client.client_id
-    hosts = zk.address.partition("/")[0]
-    other = KazooClient(hosts=hosts, client_id=(session_id, password))
-    other.start(timeout=30)
-    other.stop()
-    other.close()
+    assert zk.session_id is not None and zk.session_password is not None
+    expire_session(zk.address.partition("/")[0], zk.session_id, zk.session_password)
 
 
 def test_chroot_created_and_basic_calls(zookeeper, zk_address):

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ class Ledger:
     txn_paused: threading.Event = field(default_factory=threading.Event)
 
 
-def _fatal_check(ledger: Ledger, who: str) -> Any:
+def fatal_check(ledger: Ledger, who: str) -> Any:
     def on_error(err: KafkaError) -> None:
         if err.fatal() or err.code() == KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER:
             with ledger.lock:
@@ -68,7 +69,7 @@ def _fatal_check(ledger: Ledger, who: str) -> Any:
 def idempotent_producer(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                          "linger.ms": 2, "message.timeout.ms": 600_000, "reconnect.backoff.max.ms": 200,
-                         "error_cb": _fatal_check(ledger, "idempotent producer")})
+                         "error_cb": fatal_check(ledger, "idempotent producer")})
 
     def on_delivery(err: KafkaError | None, msg: Any) -> None:
         if err is None:
@@ -158,11 +159,14 @@ def _fresh(factory: Any, stop: threading.Event) -> Producer | None:
     return None
 
 
-def group_member(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+def group_member(bootstrap: str, ledger: Ledger, stop: threading.Event, topic: str = IDEM_TOPIC,
+                 group: str = GROUP, config: dict[str, Any] | None = None) -> None:
+    """A consumer group member committing what it consumed (synchronously); the offsets the broker
+    acknowledged go into `ledger.group_commits`. `config`: more consumer settings."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
-                         "reconnect.backoff.max.ms": 200, "error_cb": lambda err: None})
-    consumer.subscribe([IDEM_TOPIC])
+                         "reconnect.backoff.max.ms": 200, "error_cb": lambda err: None, **(config or {})})
+    consumer.subscribe([topic])
     while not stop.is_set():
         messages = consumer.consume(500, 0.2)
         if not messages:
@@ -174,7 +178,7 @@ def group_member(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None:
         if not positions:
             continue
         try:
-            done = consumer.commit(offsets=[TopicPartition(IDEM_TOPIC, p, o) for p, o in positions.items()],
+            done = consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in positions.items()],
                                    asynchronous=False)
         except KafkaException:
             continue  # not acknowledged: the broker may or may not have it
@@ -186,9 +190,11 @@ def group_member(bootstrap: str, ledger: Ledger, stop: threading.Event) -> None:
     consumer.close()
 
 
-def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[tuple[int, int, bytes]]:
+def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str,
+               describe: Callable[[], str] | None = None) -> list[tuple[int, int, bytes]]:
     """Every record of the topic, (partition, offset, value), up to the end a fresh consumer sees in the
-    given isolation level (the high watermark, or the last stable offset for read_committed)."""
+    given isolation level (the high watermark, or the last stable offset for read_committed). `describe`:
+    what to say about the partitions when the end is not reached (their offsets, asked from `bootstrap`)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-check", "enable.auto.commit": False,
                          "enable.partition.eof": True, "isolation.level": isolation})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -207,7 +213,7 @@ def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str) -> l
     consumer.close()
     if len(done) < partitions:
         raise AssertionError(f"could not read {topic} to its end ({isolation}): "
-                             f"{_offsets(bootstrap, topic, partitions)}")
+                             f"{describe() if describe else _offsets(bootstrap, topic, partitions)}")
     return out
 
 
