@@ -372,10 +372,16 @@ def test_transactional_batches_are_verified_by_a_coordinator_on_another_broker(m
                                      _coordinator_of(cluster, txn_id, key_type=1) >= 0 else None, 30, "coordinator")
     partition = next(p for p in range(3) if cluster.leader(topic_name, p) != coordinator)
     leader = cluster.leader(topic_name, partition)
-    with WireClient(cluster.broker(coordinator).bootstrap) as c:
-        init = c.request(22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60000,
-                                 "producer_id": -1, "producer_epoch": -1})
-        assert init.error_code == 0
+    def init_producer_id() -> Any:
+        with WireClient(cluster.broker(coordinator).bootstrap) as c:
+            answer = c.request(22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60000,
+                                       "producer_id": -1, "producer_epoch": -1})
+        # The coordinator named by another broker may not know the new __transaction_state yet (its metadata
+        # comes a moment later): COORDINATOR_NOT_AVAILABLE or LOAD_IN_PROGRESS, retried as clients do.
+        return answer if answer.error_code not in (14, 15) else None
+
+    init = cluster.wait_until(init_producer_id, 30, "InitProducerId")
+    assert init.error_code == 0
     pid, epoch = init.producer_id, init.producer_epoch
     batch = build_batch([Record(0, 0, None, b"x")], base_timestamp=int(time.time() * 1000), producer_id=pid,
                         producer_epoch=epoch, base_sequence=0, is_transactional=True)
