@@ -661,12 +661,14 @@ class Controller:
             if not target or len(set(target)) != len(target):
                 out[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The replica list is empty or has duplicates.")
                 continue
-            unknown = [b for b in target if b not in ctx.live_brokers]
-            if unknown:
-                out[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                           f"The proposed assignment contains non-live brokers: {unknown}")
-                continue
             origin = current.origin_replicas if current.is_being_reassigned else current.replicas
+            # As Kafka's controller (validateReassignment): only the replicas being added must be alive; a
+            # reordering that keeps a dead replica is valid and completes once that replica is back in the ISR.
+            adding = [b for b in target if b not in origin]
+            if not set(adding) <= set(ctx.live_brokers):
+                out[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Replica assignment has brokers that are not "
+                           f"alive. Replica list: {adding}, live broker list: {sorted(ctx.live_brokers)}")
+                continue
             self._reassignments[tp] = tuple(target)
             await self._start_reassignment(tp, ReplicaAssignment.from_origin_and_target(origin, target))
             out[tp] = (ErrorCode.NONE, None)
