@@ -104,7 +104,7 @@ class Broker:
             cluster.attach(self.topics, self.replicas)
             self.replicas.on_coordinator_partition.append(self._coordinator_partition)
             cluster.on_topics_deleted.append(self._topics_deleted)
-        self.durability = Durability(self.flusher, self.topics, config, self.replicas)
+        self.durability = Durability(self.flusher, self.replicas)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
     # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).

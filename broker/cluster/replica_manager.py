@@ -290,7 +290,7 @@ class ReplicaManager:
 
     def check_min_isr(self, partition: Partition) -> ErrorCode:
         """acks=all before the append: NOT_ENOUGH_REPLICAS when the ISR is smaller than min.insync.replicas."""
-        minimum = min_insync_replicas(self.topics, self.config, partition.topic)
+        minimum = min_insync_replicas(self.topics, self.config, partition)
         return ErrorCode.NOT_ENOUGH_REPLICAS if len(partition.isr) < minimum else ErrorCode.NONE
 
     async def wait_replicated(self, partition: Partition, offset: int, timeout_s: float) -> ErrorCode:

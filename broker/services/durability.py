@@ -15,23 +15,24 @@ from protocol.header import ErrorCode
 DEFAULT_TIMEOUT_S = 30.0
 
 
-def min_insync_replicas(topics: TopicManager, config: BrokerConfig, topic_name: str) -> int:
-    """The topic's min.insync.replicas, else the broker's (read at each request: a dynamic broker config)."""
-    topic = topics.get(topic_name)
+def min_insync_replicas(topics: TopicManager, config: BrokerConfig, partition: Partition) -> int:
+    """The partition's effective min.insync.replicas: the topic's, else the broker's (read at each request: a
+    dynamic broker config), at most its replication factor (Kafka's Partition.effectiveMinIsr: a Kafka 3.9
+    broker accepts acks=all to a topic of one replica with min.insync.replicas=2, measured)."""
+    topic = topics.get(partition.topic)
     value = topic.configs.get("min.insync.replicas") if topic is not None else None
     if value is not None:
-        return int(value)
-    if topic_name == TRANSACTION_STATE_TOPIC:
-        return config.transaction_state_log_min_isr
-    return config.min_insync_replicas
+        configured = int(value)
+    elif partition.topic == TRANSACTION_STATE_TOPIC:
+        configured = config.transaction_state_log_min_isr
+    else:
+        configured = config.min_insync_replicas
+    return min(configured, max(len(partition.replicas), 1))
 
 
 class Durability:
-    def __init__(self, flusher: GroupFlusher, topics: TopicManager, config: BrokerConfig,
-                 replicas: Any = None) -> None:
+    def __init__(self, flusher: GroupFlusher, replicas: Any = None) -> None:
         self.flusher = flusher
-        self.topics = topics
-        self.config = config
         self.replicas = replicas  # broker.cluster.replica_manager.ReplicaManager in a cluster, else None
 
     def appended(self, partition: Partition) -> None:
@@ -41,12 +42,9 @@ class Durability:
 
     def check_min_isr(self, partition: Partition) -> ErrorCode:
         """acks=all before the append: NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas."""
-        if partition.replicated_hw is not None and self.replicas is not None:
-            return self.replicas.check_min_isr(partition)
-        # A single broker's ISR is itself alone, as for a Kafka topic of replication factor 1.
-        if min_insync_replicas(self.topics, self.config, partition.topic) > 1:
-            return ErrorCode.NOT_ENOUGH_REPLICAS
-        return ErrorCode.NONE
+        if partition.replicated_hw is None or self.replicas is None:
+            return ErrorCode.NONE  # one replica: the effective minimum is 1, whatever is configured
+        return self.replicas.check_min_isr(partition)
 
     async def wait(self, partition: Partition, offset: int, timeout_s: float = DEFAULT_TIMEOUT_S) -> ErrorCode:
         """Until `offset` is durable (KAFKA_STORAGE_ERROR if the fdatasync failed) and, when the partition is
