@@ -84,7 +84,7 @@ class Broker:
         self.acl_store = AclStore(data_dir)
         self.authorizer = Authorizer(self.acl_store.load(), super_users=parse_super_users(config.super_users),
                                      allow_if_no_acl=config.allow_everyone_if_no_acl_found)
-        self.flusher = GroupFlusher(config.fsync)
+        self.flusher = GroupFlusher(config.fsync, root=data_dir)
         self.appends = AppendSignal()
         self.block_store = _block_store(config, data_dir, cluster)
         self.producer_ids = ProducerIds(self.block_store, config.broker_id,

@@ -70,6 +70,18 @@ class AppendResult:
     log_start_offset: int
 
 
+@dataclass(slots=True)
+class FlushPoint:
+    """What a flush covers, captured under the log's lock when it starts."""
+
+    target: int  # the log end offset: flushed_offset once synced
+    generation: int  # a truncation meanwhile makes the flush publish nothing
+    rolled: list[LogSegment]  # rolled segments not flushed yet, indexes included
+    active_base: int  # the recovery point once the rolled segments are flushed
+    sync_dir: bool  # a segment file was created: the directory entry must be synced too
+    fds: list[int]  # dups of the segments' fds to fdatasync (empty when the filesystem is synced whole)
+
+
 class PartitionLog:
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], log_start_offset: int,
                  recovery_point: int, leader_epoch: int) -> None:
@@ -355,36 +367,57 @@ class PartitionLog:
     def flush(self) -> None:
         """fdatasync everything appended so far; then flushed_offset covers it. Blocking; safe to run in a
         worker thread while the event-loop thread appends and reads."""
-        with self._flush_lock:
+        point = self.begin_flush(dup_fds=True)
+        if point is None:
+            return
+        synced = False
+        try:
+            for fd in point.fds:
+                os.fdatasync(fd)
+            for segment in point.rolled:  # their indexes are not rebuilt at open: they must be durable too
+                _fsync_path(segment.offset_index.path)
+                _fsync_path(segment.time_index.path)
+            if point.sync_dir:
+                _fsync_dir(self.directory)
+            synced = True
+        finally:
+            for fd in point.fds:
+                os.close(fd)
+            self.end_flush(point, synced)
+
+    def begin_flush(self, *, dup_fds: bool = False) -> FlushPoint | None:
+        """The first half of a flush: takes the flush lock (released by end_flush) and captures what the
+        flush covers. Without `dup_fds` the caller syncs the whole filesystem (syncfs) in between, which
+        covers the segments, their indexes and the directory at once. None (and no lock held) if closed."""
+        self._flush_lock.acquire()
+        with self._lock:
+            if self.closed:
+                self._flush_lock.release()
+                return None
+            rolled = list(self._unflushed)
+            active = self._segments[-1]
+            # dups: retention may close a segment's fd while a worker thread syncs it
+            fds = [os.dup(segment.fd) for segment in (*rolled, active)] if dup_fds else []
+            point = FlushPoint(self.log_end_offset, self._generation, rolled, active.base_offset,
+                               self._dir_dirty, fds)
+            self._dir_dirty = False
+        return point
+
+    def end_flush(self, point: FlushPoint, synced: bool) -> None:
+        """The second half: publishes flushed_offset if the sync succeeded, and releases the flush lock."""
+        try:
+            if not synced:
+                with self._lock:
+                    self._dir_dirty = self._dir_dirty or point.sync_dir
+                return
             with self._lock:
-                if self.closed:
-                    return
-                target = self.log_end_offset
-                generation = self._generation
-                rolled = list(self._unflushed)
-                active = self._segments[-1]
-                fds = [os.dup(segment.fd) for segment in (*rolled, active)]
-                sync_dir, self._dir_dirty = self._dir_dirty, False
-            try:
-                for fd in fds:
-                    os.fdatasync(fd)
-                for segment in rolled:  # their indexes are not rebuilt at open: they must be durable too
-                    _fsync_path(segment.offset_index.path)
-                    _fsync_path(segment.time_index.path)
-                if sync_dir:
-                    _fsync_dir(self.directory)
-            except BaseException:
-                self._dir_dirty = self._dir_dirty or sync_dir
-                raise
-            finally:
-                for fd in fds:
-                    os.close(fd)
-            with self._lock:
-                if generation == self._generation and target > self.flushed_offset:
-                    self.flushed_offset = target
-                self._unflushed = [s for s in self._unflushed if s not in rolled]
-            if rolled:
-                self._set_recovery_point(active.base_offset)
+                if point.generation == self._generation and point.target > self.flushed_offset:
+                    self.flushed_offset = point.target
+                self._unflushed = [s for s in self._unflushed if s not in point.rolled]
+            if point.rolled:
+                self._set_recovery_point(point.active_base)
+        finally:
+            self._flush_lock.release()
 
     # --- compaction ---------------------------------------------------------------------------------------
 
@@ -736,4 +769,5 @@ def _fsync_dir(directory: Path) -> None:
     fsync_path(directory)
 
 
-__all__ = ["AppendResult", "OffsetOutOfRangeError", "PartitionLog", "RecordBatchTooLargeError", "file_name"]
+__all__ = ["AppendResult", "FlushPoint", "OffsetOutOfRangeError", "PartitionLog", "RecordBatchTooLargeError",
+           "file_name"]

@@ -59,7 +59,7 @@ def test_waiters_queued_behind_a_running_flush_share_the_next_one():
             log.gate.set()
         assert sorted(done) == list(range(10))
         assert log.flush_calls == flusher.flushes == 2
-        assert flusher._partitions == {}
+        assert flusher._pending == {} and flusher._running is None
 
     trio.run(main)
 
@@ -112,7 +112,7 @@ def test_a_failed_flush_reaches_the_waiter():
         flusher = GroupFlusher("grouped")
         with pytest.raises(OSError):
             await flusher.wait_durable(FailingLog(), 0)
-        assert flusher._partitions == {}
+        assert flusher._pending == {} and flusher._running is None
 
     trio.run(main)
 
@@ -181,3 +181,55 @@ def test_fast_fdatasyncs_run_inline_and_a_slow_one_sends_them_back_to_a_thread()
         assert log.threads[-1] is False  # ...and the next fdatasync goes to a worker thread again
 
     trio.run(main)
+
+
+def _append(log: PartitionLog) -> int:
+    return log.append(build_batch([Record(0, 0, None, b"x" * 100)]), now_ms=T0).last_offset
+
+
+def test_the_waiters_of_many_partitions_share_one_filesystem_sync(tmp_path: Path, monkeypatch):
+    from broker.log import syncfs
+
+    if not syncfs.available():
+        pytest.skip("syncfs(2) is Linux only")
+    calls: list[int] = []
+    real = syncfs.syncfs
+    monkeypatch.setattr(syncfs, "syncfs", lambda fd: (calls.append(fd), real(fd)))
+    logs = [PartitionLog.open(tmp_path / f"t-{i}", LogConfig(segment_bytes=4000), now_ms=T0) for i in range(20)]
+    flusher = GroupFlusher("grouped", root=tmp_path)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            for log in logs:  # one produce request's partitions: appended, then all wait
+                nursery.start_soon(flusher.wait_durable, log, _append(log))
+
+    trio.run(main)
+    assert all(log.flushed_offset == log.log_end_offset == 1 for log in logs)
+    # The first waiter's round covers its own log; the other 19 queue behind it and share the next.
+    assert flusher.flushes == 2
+    assert len(calls) == 1
+    for log in logs:
+        log.close()
+
+
+def test_a_failed_filesystem_sync_publishes_nothing(tmp_path: Path, monkeypatch):
+    from broker.log import syncfs
+
+    if not syncfs.available():
+        pytest.skip("syncfs(2) is Linux only")
+
+    def failing(fd: int) -> None:
+        raise OSError(5, "I/O error")
+
+    logs = [PartitionLog.open(tmp_path / f"t-{i}", LogConfig(segment_bytes=4000), now_ms=T0) for i in range(3)]
+    flusher = GroupFlusher("grouped", root=tmp_path)
+    offsets = [_append(log) for log in logs]
+    monkeypatch.setattr(syncfs, "syncfs", failing)
+    with pytest.raises(OSError):
+        trio.run(flusher._round, logs)
+    assert [log.flushed_offset for log in logs] == [0, 0, 0]
+    monkeypatch.undo()
+    trio.run(flusher._round, logs)  # the flush locks were released: the next round goes through
+    assert [log.flushed_offset for log in logs] == [o + 1 for o in offsets]
+    for log in logs:
+        log.close()
