@@ -10,6 +10,10 @@ from typing import Any
 # Without SASL or SSL every client is Kafka's anonymous principal.
 ANONYMOUS = "User:ANONYMOUS"
 
+# What an async handler's `handle_now` returns when it cannot answer without awaiting: the connection then
+# runs `handle` in a task of its own.
+LATER = object()
+
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:

@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from broker.handlers.context import RequestContext
+from broker.handlers.context import LATER, RequestContext
 from broker.handlers.leader_hints import add_leader_hints
 from broker.log.partition_log import RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
@@ -260,6 +260,58 @@ async def _durable(broker: Any, partition: Partition, offset: int, response: dic
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    refused = _refuse_transactional(ctx, req)
+    if refused is not None:
+        return refused or None
+    verified = await verify_transactions(ctx, req) if req.transactional_id is not None else {}
+    responses, waits = _append(ctx, req, verified)
+    ctx.release()  # everything is appended: the connection's next request may start
+    if waits:
+        timeout_s = max(0, req.timeout_ms) / 1000
+        if len(waits) == 1:
+            await _durable(ctx.broker, *waits[0], timeout_s)
+        else:
+            async with trio.open_nursery() as nursery:
+                for wait in waits:
+                    nursery.start_soon(_durable, ctx.broker, *wait, timeout_s)
+    return _answer(ctx, req.acks, responses)
+
+
+def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | None | object:
+    """The whole Produce without a task of its own (one scheduling round less per request) when nothing
+    will be awaited: no transaction to verify, and acks below all or a durability that holds at once (no
+    fdatasync, no other replica). Otherwise LATER, having done nothing: `handle` runs instead."""
+    if req.transactional_id is not None or (req.acks == -1 and not ctx.broker.durability.immediate):
+        return LATER
+    refused = _refuse_transactional(ctx, req)
+    if refused is not None:
+        return refused or None
+    responses, _waits = _append(ctx, req, {})
+    return _answer(ctx, req.acks, responses)
+
+
+def _refuse_transactional(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    """KafkaApis.handleProduceRequest: transactional records need a transactional id, with WRITE on it.
+    The answer if refused ({} with acks=0), else None. Names the topics of a v13 request (by id) first."""
+    if ctx.header.api_version >= TOPIC_IDS_FROM:
+        for topic_data in req.topic_data:
+            topic = ctx.broker.topics.get_by_id(topic_data.topic_id)
+            if topic is not None:
+                topic_data.name = topic.name
+    if not has_transactional_records(req) or (req.transactional_id is not None and authorized(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
+        return None
+    if req.acks == 0:
+        return {}
+    return {"responses": [{"name": t.name, "topic_id": t.topic_id, "partition_responses": [
+                _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
+            for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
+
+
+def _append(ctx: RequestContext, req: Any, verified: dict[tuple[str, int], ErrorCode]
+            ) -> tuple[list[dict[str, Any]], list[tuple[Partition, int, dict[str, Any]]]]:
+    """Validate and append each partition's batch: the topics' answers, and for acks=all what to wait for
+    (partition, last offset, the partition's answer, which a failed wait rewrites)."""
     broker = ctx.broker
     version = ctx.header.api_version
     acks = req.acks
@@ -268,21 +320,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
     now = broker.now_ms()
     appended = False
     by_id = version >= TOPIC_IDS_FROM
-    if by_id:
-        for topic_data in req.topic_data:
-            topic = broker.topics.get_by_id(topic_data.topic_id)
-            if topic is not None:
-                topic_data.name = topic.name
-    if has_transactional_records(req) and (req.transactional_id is None or not authorized(
-            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
-        # KafkaApis.handleProduceRequest: transactional records need a transactional id, with WRITE on it.
-        if acks == 0:
-            return None
-        return {"responses": [{"name": t.name, "topic_id": t.topic_id, "partition_responses": [
-                    _response(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for p in t.partition_data]}
-                for t in req.topic_data], "throttle_time_ms": 0, "node_endpoints": []}
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
-    verified = await verify_transactions(ctx, req) if req.transactional_id is not None else {}
     for topic_data in req.topic_data:
         partitions = []
         for pdata in topic_data.partition_data:
@@ -392,19 +430,14 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
             partitions.append(response)
         responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
                           "partition_responses": partitions})
-    ctx.release()  # everything is appended: the connection's next request may start
     if appended:
         broker.appends.notify()
-    if waits:
-        timeout_s = max(0, req.timeout_ms) / 1000
-        if len(waits) == 1:
-            await _durable(broker, *waits[0], timeout_s)
-        else:
-            async with trio.open_nursery() as nursery:
-                for wait in waits:
-                    nursery.start_soon(_durable, broker, *wait, timeout_s)
+    return responses, waits
+
+
+def _answer(ctx: RequestContext, acks: int, responses: list[dict[str, Any]]) -> dict[str, Any] | None:
     if acks == 0:
         return None
     nodes = add_leader_hints(ctx, ((t["name"], p, "index") for t in responses for p in t["partition_responses"])) \
-        if broker.replicas is not None else []
+        if ctx.broker.replicas is not None else []
     return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": nodes}

@@ -21,7 +21,7 @@ from typing import Any
 import trio
 
 from broker.app import Endpoint
-from broker.handlers.context import ANONYMOUS, RequestContext
+from broker.handlers.context import ANONYMOUS, LATER, RequestContext
 from broker.server.dispatch import Api, lookup
 from broker.testkit.faults import FaultAction, FaultInjector, error_response
 from broker.testkit.metrics import Metrics
@@ -315,12 +315,18 @@ class Connection:
                 slot.close_after = action is FaultAction.DROP_AFTER_RESPONSE
         self._slots.append(slot)
         if api.is_async:
+            now = api.handler_now
+            if now is not None:
+                response = self._call(api, now, ctx, request)
+                if response is not LATER:
+                    self._finish(slot, api, ctx, response)
+                    return True
             self._unstarted += 1
             if api.key == ApiKey.PRODUCE:
                 ctx = replace(ctx, release=self._releaser())
             nursery.start_soon(self._run_async, api, ctx, request, slot)
         else:
-            self._finish(slot, api, ctx, self._call(api, ctx, request))
+            self._finish(slot, api, ctx, self._call(api, api.handler, ctx, request))
         return True
 
     # -- SASL (broker.security.authenticator keeps the state; the connection reads, answers and closes) -----
@@ -474,9 +480,9 @@ class Connection:
             return api.response.encode(0, unsupported_version_body(self.broker.versions))
         return None
 
-    def _call(self, api: Api, ctx: RequestContext, request: Any) -> Any:
+    def _call(self, api: Api, handler: Callable[..., Any], ctx: RequestContext, request: Any) -> Any:
         try:
-            return api.handler(ctx, request)
+            return handler(ctx, request)
         except Exception:
             log.exception("%s v%d from %s failed", api.key.name, ctx.header.api_version, self.peer)
             return CloseConnection

@@ -3,7 +3,8 @@
 The ApiVersions response is derived from this table, so an API is advertised exactly when it is served.
 Handlers take (ctx, request) and return the response as a mapping (or None for acks=0 produce); a
 handler may be `async` when it waits (durability, long poll), otherwise it runs inline on the
-connection's task.
+connection's task; an async one may also offer `handle_now`, which answers inline when nothing is to be
+awaited (broker.handlers.context.LATER otherwise).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ class Api:
     @cached_property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.handler)
+
+    @cached_property
+    def handler_now(self) -> Callable[..., Any] | None:
+        """An async handler's synchronous try (`handle_now`): the answer, or LATER to run `handle`."""
+        return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "handle_now", None)
 
     @cached_property
     def request(self):  # noqa: ANN201 - protocol.schema.MessageSpec

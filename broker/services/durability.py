@@ -35,6 +35,11 @@ class Durability:
         self.flusher = flusher
         self.replicas = replicas  # broker.cluster.replica_manager.ReplicaManager in a cluster, else None
 
+    @property
+    def immediate(self) -> bool:
+        """Every acks=all write is durable once appended: no fdatasync to wait for, and no other replica."""
+        return self.flusher.policy == "none" and self.replicas is None
+
     def appended(self, partition: Partition) -> None:
         """After a leader's append: with an ISR of one the high watermark moves at once."""
         if partition.replicated_hw is not None and self.replicas is not None:
