@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from broker.handlers.context import RequestContext
+from broker.handlers.context import LATER, RequestContext
 from broker.handlers.leader_hints import add_leader_hints
 from broker.log.partition_log import OffsetOutOfRangeError
 from broker.security.access import AclOperation, ResourceType, authorized, cluster_authorized
@@ -136,11 +136,22 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
     return responses, total, any_error
 
 
+def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
+    """The answer without a task of its own when the data is there (or the client does not wait); else
+    LATER, and `handle` long-polls."""
+    refused = _refused_session(ctx, req)
+    if refused is not None:
+        return refused
+    responses, total, any_error = _read(ctx, req, {})
+    if total >= req.min_bytes or any_error or req.max_wait_ms <= 0:
+        return _answer(ctx, req, responses, any_error)
+    return LATER
+
+
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    version = ctx.header.api_version
-    if version >= 7 and req.session_id != 0:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                "session_id": 0, "responses": [], "node_endpoints": []}
+    refused = _refused_session(ctx, req)
+    if refused is not None:
+        return refused
     broker = ctx.broker
     deadline = trio.current_time() + max(0, req.max_wait_ms) / 1000
     readable: dict[str, bool] = {}
@@ -151,6 +162,20 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             break
         with trio.move_on_at(deadline):
             await woken.wait()
+    return _answer(ctx, req, responses, any_error)
+
+
+def _refused_session(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    """Fetch sessions (KIP-227) are not kept: a client that names one is told so."""
+    if ctx.header.api_version >= 7 and req.session_id != 0:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                "session_id": 0, "responses": [], "node_endpoints": []}
+    return None
+
+
+def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], any_error: bool) -> dict[str, Any]:
+    version = ctx.header.api_version
+    broker = ctx.broker
     if version < DOWN_CONVERT_BELOW:
         _down_convert(ctx, req, responses)
     nodes = []
