@@ -123,9 +123,7 @@ async def _serve(config: BrokerConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from broker.log_format import configure
-
-    configure(args.log_level, args.log_format)
+    configure_logging(args.log_level, args.log_format)
     try:
         config = config_from_args(args)
     except ValueError as exc:
@@ -142,6 +140,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minibroker: {reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        from broker.log_format import JsonFormatter  # its json and datetime only when asked for (startup time)
+
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+    # kazoo logs every ZooKeeper packet at DEBUG: the broker's own debug lines would drown in them.
+    logging.getLogger("kazoo").setLevel(max(logging.INFO, logging.getLevelName(level)))
 
 
 def _startup_error(exc: BaseException) -> str | None:

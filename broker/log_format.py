@@ -21,12 +21,3 @@ class JsonFormatter(logging.Formatter):
             if key not in _STANDARD and not key.startswith("_"):
                 event[key] = value
         return json.dumps(event, default=str)
-
-
-def configure(level: str, fmt: str) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler])
-    # kazoo logs every ZooKeeper packet at DEBUG: the broker's own debug lines would drown in them.
-    logging.getLogger("kazoo").setLevel(max(logging.INFO, logging.getLevelName(level)))

@@ -28,8 +28,9 @@ class Api:
     module: str  # broker.handlers.<module>.handle answers; imported on the API's first request (startup time)
     request_name: str
     response_name: str
-    decode: Callable[[int, bytes, int], Any] | None = None
-    encode: Callable[[int, Mapping[str, Any]], bytes] | None = None
+    # protocol.messages.<codec>: a hand-written decode_request/encode_response used instead of the construct
+    # specs (the hot APIs); imported on first use too.
+    codec: str | None = None
 
     @cached_property
     def handler(self) -> Callable[..., Any]:
@@ -57,15 +58,25 @@ class Api:
 
         return message(self.response_name)
 
-    def decode_request(self, version: int, frame: bytes, offset: int) -> Any:
-        if self.decode is not None:
-            return self.decode(version, frame, offset)
-        return self.request.decode(version, frame, offset)
+    @cached_property
+    def decode_request(self) -> Callable[[int, bytes, int], Any]:
+        """(version, frame, offset) -> the request."""
+        if self.codec is not None:
+            decode: Callable[[int, bytes, int], Any] = self._codec.decode_request
+            return decode
+        return self.request.decode
 
-    def encode_response(self, version: int, body: Mapping[str, Any]) -> bytes:
-        if self.encode is not None:
-            return self.encode(version, body)
-        return self.response.encode(version, body)
+    @cached_property
+    def encode_response(self) -> Callable[[int, Mapping[str, Any]], bytes]:
+        """(version, body) -> the response's bytes."""
+        if self.codec is not None:
+            encode: Callable[[int, Mapping[str, Any]], bytes] = self._codec.encode_response
+            return encode
+        return self.response.encode
+
+    @property
+    def _codec(self) -> Any:
+        return importlib.import_module(f"protocol.messages.{self.codec}")
 
     @property
     def advertised_range(self) -> tuple[int, int]:
@@ -73,16 +84,11 @@ class Api:
 
 
 def _build_table() -> dict[int, Api]:
-    from protocol.messages import fetch as fetch_codec
-    from protocol.messages import produce as produce_codec
-
     apis = [
         # Every version from v0 (the 3.x profiles); the 4.x profiles accept what Kafka 4 does
         # (broker.config.kafka_versions): Produce v0-2, which they still advertise, close the connection as there.
-        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse",
-            decode=produce_codec.decode_request, encode=produce_codec.encode_response),
-        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse",
-            decode=fetch_codec.decode_request, encode=fetch_codec.encode_response),
+        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce"),
+        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch"),
         Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
         Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
@@ -198,10 +204,12 @@ def table() -> dict[int, Api]:
 
 
 def load_handlers() -> None:
-    """Import every handler now (after startup), so that a broker never loads code long after it started
-    (an upgrade of the installed package under a running broker must not mix versions)."""
+    """Import every handler and hand-written codec now (after startup), so that a broker never loads code long
+    after it started (an upgrade of the installed package under a running broker must not mix versions)."""
     for api in table().values():
         _ = api.handler
+        if api.codec is not None:
+            _ = api.decode_request, api.encode_response
 
 
 def lookup(api_key: int) -> Api | None:

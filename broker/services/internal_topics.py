@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from broker.services.topics import Partition, Topic, TopicManager
-from protocol.records import BatchHeader, CorruptRecordError, Record, decode_records, iter_batches
+
+if TYPE_CHECKING:
+    from protocol.records import BatchHeader, Record
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,8 @@ def internal_topic(topics: TopicManager, name: str, now_ms: int) -> Topic:
 
 def stored_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Record]]]:
     """Every batch of the partition with its records, in log order (corrupt batches are logged, skipped)."""
+    from protocol.records import CorruptRecordError, decode_records, iter_batches  # with the logs, not at startup
+
     plog = partition.log
     offset = plog.log_start_offset
     while offset < plog.log_end_offset:

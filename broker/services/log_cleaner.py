@@ -17,12 +17,10 @@ import trio
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
-from broker.log.cleaner import CleaningResult
-from broker.log.cleaning_plan import plan_cleaning
-from broker.log.producer_snapshot import save_producer_state
 from broker.services.topics import Partition, TopicManager
 
 if TYPE_CHECKING:
+    from broker.log.cleaner import CleaningResult
     from broker.log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -65,6 +63,8 @@ class LogCleaner:
             return False
 
     async def _clean(self, partition: Partition, name: tuple[str, int]) -> bool:
+        from broker.log.cleaning_plan import plan_cleaning  # with the first compacted log, not at startup
+
         plog = partition.log
         if plog.has_unflushed_segments:  # with acks=1 or log.flush.policy=none nothing else may flush soon
             await trio.to_thread.run_sync(plog.flush)
@@ -88,7 +88,7 @@ class LogCleaner:
         partition.producers.drop_aborted_before(result.end_offset)
         try:
             await trio.to_thread.run_sync(plog.flush)
-            save_producer_state(plog, partition.producers)
+            partition.save_producer_state()
         except OSError as exc:
             log.error("snapshot of %s-%d after cleaning failed: %s", *name, exc)
         log.info("cleaned %s-%d up to offset %d: %d bytes -> %d, %d records and %d markers removed", *name,

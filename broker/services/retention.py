@@ -7,7 +7,6 @@ import logging
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
-from broker.log.producer_snapshot import save_producer_state
 from broker.services.topics import TopicManager
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,6 @@ async def run_producer_expiration(topics: TopicManager, clock: Clock, config: Br
             partition.producers.remove_before(partition.log.log_start_offset)
             try:
                 partition.log.flush()  # the snapshot must not cover data that a crash could lose
-                save_producer_state(partition.log, partition.producers)
+                partition.save_producer_state()
             except OSError as exc:
                 log.error("snapshot of %s-%d failed: %s", partition.topic, partition.index, exc)

@@ -20,14 +20,18 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.config.options import BrokerConfig
 from broker.config.topic import InvalidConfigError, effective_configs, log_config, validate_topic_configs
 from broker.log.durable_file import write_atomically
-from broker.log.partition_log import PartitionLog
-from broker.log.producer_snapshot import load_producer_state, save_producer_state
-from broker.log.producer_state import ProducerStateManager
 from protocol.header import ErrorCode
+
+if TYPE_CHECKING:
+    # The log modules load with the first partition opened (`_open_partition`): a broker with no topic answers
+    # its first requests without them (startup time).
+    from broker.log.partition_log import PartitionLog
+    from broker.log.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,12 @@ class Partition:
         if self.replicated_hw is None:
             return self.log.log_end_offset
         return self.replicated_hw
+
+    def save_producer_state(self) -> None:
+        """Snapshot the producer state of the hosted log (it bounds the replay after a crash); raises OSError."""
+        from broker.log.producer_snapshot import save_producer_state
+
+        save_producer_state(self.log, self.producers)
 
 
 @dataclass(slots=True)
@@ -304,7 +314,7 @@ class TopicManager:
     def close(self) -> None:
         for p in [*self.hosted(), *self._unclaimed.values()]:
             try:
-                save_producer_state(p.log, p.producers)
+                p.save_producer_state()
             except OSError as exc:  # the next open rebuilds the state from the log
                 log.error("saving producer state of %s-%d failed: %s", p.topic, p.index, exc)
             p.log.close()
@@ -371,16 +381,17 @@ class TopicManager:
         partition = self.partition(name, index)
         if partition is None or partition.log is None:
             return
-        plog, producers = partition.log, partition.producers
+        if not delete:
+            try:
+                partition.save_producer_state()
+            except OSError as exc:
+                log.error("saving producer state of %s-%d failed: %s", name, index, exc)
+        plog = partition.log
         partition.log = partition.producers = None
         partition.replicated_hw = None
         if delete:
             _remove_log(plog)
         else:
-            try:
-                save_producer_state(plog, producers)
-            except OSError as exc:
-                log.error("saving producer state of %s-%d failed: %s", name, index, exc)
             plog.close()
         topic = self._by_name[name]
         self._write_hosted_meta(topic)
@@ -434,6 +445,9 @@ class TopicManager:
 
     # -- disk -----------------------------------------------------------------------------------
     def _open_partition(self, topic: Topic, index: int, now_ms: int) -> Partition:
+        from broker.log.partition_log import PartitionLog
+        from broker.log.producer_snapshot import load_producer_state
+
         directory = self.data_dir / f"{topic.name}-{index}"
         plog = PartitionLog.open(directory, log_config(topic.configs, self.config), now_ms=now_ms,
                                  track_epochs=self.cluster)
