@@ -114,10 +114,11 @@ class PartitionLog:
         as Kafka's LogLoader does; otherwise those from the recovery point on are. A replicated log (a
         cluster's) keeps its leader epoch cache; a single broker's, always led at epoch 0, needs none."""
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        bases = _scan_directory(directory)
-        checkpoint_start = _read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
-        recovery_point = _read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT) or 0
+        bases, names = _scan_directory(directory)
+        checkpoint_start, recovery_point = (
+            _read_checkpoint(directory / name) if name in names else None
+            for name in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT))
+        recovery_point = recovery_point or 0
         segments = [LogSegment.open(directory, base, config, now_ms) for base in bases]
         recovered = _load_segments(segments, None if clean_shutdown else recovery_point)
         if not segments:
@@ -670,26 +671,33 @@ def _now(now_ms: int | None) -> int:
     return time.time_ns() // 1_000_000 if now_ms is None else now_ms
 
 
-def _scan_directory(directory: Path) -> list[int]:
-    """Base offsets of the segments; leftovers of interrupted deletions and swaps are removed, a
-    committed cleaner swap is completed."""
-    if (directory / SWAP_DIR).is_dir():
-        log.warning("%s: completing an interrupted cleaner swap", directory)
-        _complete_swap(directory)
-    if (directory / CLEANER_DIR).is_dir():
-        shutil.rmtree(directory / CLEANER_DIR)
+def _scan_directory(directory: Path) -> tuple[list[int], set[str]]:
+    """Base offsets of the segments and the names of the other files, from one listing (a restart lists
+    every partition's directory: no more system calls than needed); leftovers of interrupted deletions
+    and swaps are removed, a committed cleaner swap is completed. A missing directory is created."""
+    try:
+        entries = [entry.name for entry in os.scandir(directory)]
+    except FileNotFoundError:
+        directory.mkdir(parents=True)
+        return [], set()
+    if SWAP_DIR in entries or CLEANER_DIR in entries:
+        if SWAP_DIR in entries:
+            log.warning("%s: completing an interrupted cleaner swap", directory)
+            _complete_swap(directory)
+        shutil.rmtree(directory / CLEANER_DIR, ignore_errors=True)
+        entries = os.listdir(directory)
     bases: list[int] = []
     indexes: list[tuple[int, str]] = []
-    for entry in os.scandir(directory):
-        name = entry.name
+    others: set[str] = set()
+    for name in entries:
         if name.endswith(_LEFTOVER_SUFFIXES):
             log.warning("%s: removing leftover file %s", directory, name)
-            os.unlink(entry.path)
+            os.unlink(directory / name)
             continue
         stem, _, suffix = name.partition(".")
         if len(stem) != 20 or not stem.isdigit():
-            continue
-        if suffix == "log":
+            others.add(name)
+        elif suffix == "log":
             bases.append(int(stem))
         elif suffix in ("index", "timeindex"):
             indexes.append((int(stem), name))
@@ -698,7 +706,7 @@ def _scan_directory(directory: Path) -> list[int]:
         if base not in known:
             log.warning("%s: removing index %s without its log", directory, name)
             os.unlink(directory / name)
-    return sorted(bases)
+    return sorted(bases), others
 
 
 def _complete_swap(directory: Path) -> list[int]:
