@@ -8,6 +8,7 @@ Both are rebuildable from the log, so their files may lag behind memory; recover
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 from abc import ABC, abstractmethod
@@ -51,8 +52,19 @@ class _Index(ABC):
         self._written = len(self)
 
     def rewrite(self) -> None:
-        with open(self.path, "wb") as f:
-            f.write(self._encode(0))
+        """Make the file hold exactly the entries. Recovery rebuilds an index that usually equals its file,
+        which is then left alone; else it is overwritten in place, not truncated to zero first (ext4 starts
+        writing back a file truncated to zero as it is closed: a restart did that for every partition)."""
+        data = self._encode(0)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            found = os.pread(fd, len(data) + 1, 0)
+            if found != data:
+                os.pwrite(fd, data, 0)
+                if len(found) > len(data):
+                    os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
         self._written = len(self)
 
     @property

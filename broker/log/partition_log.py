@@ -108,16 +108,19 @@ class PartitionLog:
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, now_ms: int, leader_epoch: int = 0,
-             track_epochs: bool = False) -> PartitionLog:
-        """Create the log or load and recover it. A replicated log (a cluster's) keeps its leader epoch
-        cache; a single broker's, always led at epoch 0, needs none."""
+             track_epochs: bool = False, clean_shutdown: bool = False) -> PartitionLog:
+        """Create the log or load and recover it. After a clean shutdown (the log was closed, so flushed,
+        and nothing wrote to it since: the broker's clean-shutdown marker says so) no segment is scanned,
+        as Kafka's LogLoader does; otherwise those from the recovery point on are. A replicated log (a
+        cluster's) keeps its leader epoch cache; a single broker's, always led at epoch 0, needs none."""
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        bases = _scan_directory(directory)
-        checkpoint_start = _read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
-        recovery_point = _read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT) or 0
+        bases, names = _scan_directory(directory)
+        checkpoint_start, recovery_point = (
+            _read_checkpoint(directory / name) if name in names else None
+            for name in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT))
+        recovery_point = recovery_point or 0
         segments = [LogSegment.open(directory, base, config, now_ms) for base in bases]
-        recovered = _load_segments(segments, recovery_point)
+        recovered = _load_segments(segments, None if clean_shutdown else recovery_point)
         if not segments:
             segments.append(LogSegment.create(directory, checkpoint_start or 0, config, now_ms))
         start = max(checkpoint_start or 0, segments[0].base_offset)
@@ -130,12 +133,18 @@ class PartitionLog:
             log.warning("%s: log start offset %d is past the log end %d, emptying the log", directory, start,
                         self.log_end_offset)
             self._truncate_fully(start, now_ms)
+        active = self._segments[-1]
         for segment in recovered:
-            if segment in self._segments:
+            if segment is active:
+                # Not synced here (an fdatasync per partition made restarts slow): it stays past the recovery
+                # point, so a crash scans it again, and what it holds counts as durable only from the first
+                # flush on (an acks=all wait, even for a deduplicated retry, runs one).
+                self.flushed_offset = active.base_offset
+            elif segment in self._segments:  # the recovery point moves past it: it must be on disk
                 os.fdatasync(segment.fd)
                 _fsync_path(segment.offset_index.path)
                 _fsync_path(segment.time_index.path)
-        self._set_recovery_point(self._segments[-1].base_offset)
+        self._set_recovery_point(active.base_offset)
         return self
 
     def _rebuild_epochs(self) -> LeaderEpochCache:
@@ -617,11 +626,15 @@ class PartitionLog:
         return list(self._bases)
 
     def close(self) -> None:
-        """Flush and close; the next open scans only the active segment."""
+        """Flush and close. The active segment's indexes are flushed too: after a clean shutdown the next
+        open takes them as they are instead of scanning the segment."""
         if self.closed:
             return
-        self._segments[-1].seal()
+        active = self._segments[-1]
+        active.seal()
         self.flush()
+        _fsync_path(active.offset_index.path)
+        _fsync_path(active.time_index.path)
         with self._flush_lock, self._lock:
             self.closed = True
             for segment in self._segments:
@@ -658,26 +671,33 @@ def _now(now_ms: int | None) -> int:
     return time.time_ns() // 1_000_000 if now_ms is None else now_ms
 
 
-def _scan_directory(directory: Path) -> list[int]:
-    """Base offsets of the segments; leftovers of interrupted deletions and swaps are removed, a
-    committed cleaner swap is completed."""
-    if (directory / SWAP_DIR).is_dir():
-        log.warning("%s: completing an interrupted cleaner swap", directory)
-        _complete_swap(directory)
-    if (directory / CLEANER_DIR).is_dir():
-        shutil.rmtree(directory / CLEANER_DIR)
+def _scan_directory(directory: Path) -> tuple[list[int], set[str]]:
+    """Base offsets of the segments and the names of the other files, from one listing (a restart lists
+    every partition's directory: no more system calls than needed); leftovers of interrupted deletions
+    and swaps are removed, a committed cleaner swap is completed. A missing directory is created."""
+    try:
+        entries = [entry.name for entry in os.scandir(directory)]
+    except FileNotFoundError:
+        directory.mkdir(parents=True)
+        return [], set()
+    if SWAP_DIR in entries or CLEANER_DIR in entries:
+        if SWAP_DIR in entries:
+            log.warning("%s: completing an interrupted cleaner swap", directory)
+            _complete_swap(directory)
+        shutil.rmtree(directory / CLEANER_DIR, ignore_errors=True)
+        entries = os.listdir(directory)
     bases: list[int] = []
     indexes: list[tuple[int, str]] = []
-    for entry in os.scandir(directory):
-        name = entry.name
+    others: set[str] = set()
+    for name in entries:
         if name.endswith(_LEFTOVER_SUFFIXES):
             log.warning("%s: removing leftover file %s", directory, name)
-            os.unlink(entry.path)
+            os.unlink(directory / name)
             continue
         stem, _, suffix = name.partition(".")
         if len(stem) != 20 or not stem.isdigit():
-            continue
-        if suffix == "log":
+            others.add(name)
+        elif suffix == "log":
             bases.append(int(stem))
         elif suffix in ("index", "timeindex"):
             indexes.append((int(stem), name))
@@ -686,7 +706,7 @@ def _scan_directory(directory: Path) -> list[int]:
         if base not in known:
             log.warning("%s: removing index %s without its log", directory, name)
             os.unlink(directory / name)
-    return sorted(bases)
+    return sorted(bases), others
 
 
 def _complete_swap(directory: Path) -> list[int]:
@@ -717,16 +737,17 @@ def _complete_swap(directory: Path) -> list[int]:
     return sorted(bases)
 
 
-def _load_segments(segments: list[LogSegment], recovery_point: int) -> list[LogSegment]:
-    """Kafka's LogLoader: segments from the one holding the recovery point on (always the last one) are
-    scanned and cut at the first bad batch, and if one is cut the segments after it are deleted; the
-    others keep their indexes unless those are missing or inconsistent. Returns the segments rewritten."""
+def _load_segments(segments: list[LogSegment], recovery_point: int | None) -> list[LogSegment]:
+    """Kafka's LogLoader: segments from the one holding the recovery point on (always the last one; none
+    when there is no recovery point: a clean shutdown) are scanned and cut at the first bad batch, and if
+    one is cut the segments after it are deleted; the others keep their indexes unless those are missing or
+    inconsistent. Returns the segments scanned."""
     recovered = []
     i = 0
     while i < len(segments):
         segment = segments[i]
         last = i == len(segments) - 1
-        if last or segments[i + 1].base_offset > recovery_point:
+        if recovery_point is not None and (last or segments[i + 1].base_offset > recovery_point):
             recovered.append(segment)
             if segment.recover() and not last:
                 log.warning("%s: corruption in a segment that was not flushed, deleting the %d segments "

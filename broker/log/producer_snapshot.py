@@ -31,17 +31,18 @@ SNAPSHOT_NAME = "producer_state.snapshot"
 def load_producer_state(plog: PartitionLog, name: str) -> ProducerStateManager:
     path = plog.directory / SNAPSHOT_NAME
     state, offset = ProducerStateManager(name), plog.log_start_offset
-    if path.exists():
-        try:
-            loaded, covered = ProducerStateManager.from_snapshot(path.read_bytes(), name)
-        except (OSError, ValueError) as exc:
-            log.warning("%s: ignoring producer snapshot: %s", name, exc)
+    try:
+        loaded, covered = ProducerStateManager.from_snapshot(path.read_bytes(), name)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:
+        log.warning("%s: ignoring producer snapshot: %s", name, exc)
+    else:
+        if plog.log_start_offset <= covered <= plog.log_end_offset:
+            state, offset = loaded, covered
         else:
-            if plog.log_start_offset <= covered <= plog.log_end_offset:
-                state, offset = loaded, covered
-            else:
-                log.info("%s: producer snapshot at %d is outside the log [%d, %d], rebuilding", name, covered,
-                         plog.log_start_offset, plog.log_end_offset)
+            log.info("%s: producer snapshot at %d is outside the log [%d, %d], rebuilding", name, covered,
+                     plog.log_start_offset, plog.log_end_offset)
     if offset < plog.log_end_offset:
         state.replay((h for h in plog.iter_batch_headers(offset) if h.base_offset >= offset),
                      marker_reader(plog, name))

@@ -118,7 +118,9 @@ class LogSegment:
 
     def load_indexes(self) -> bool:
         """Take a closed segment's state from its index files, checking them against the log's tail
-        (the batches after the last offset index entry). False when they are missing or inconsistent."""
+        (the batches after the last offset index entry). False when they are missing or inconsistent.
+        After a clean shutdown the active segment loads so too, and appends go on from the state that
+        recover() would have rebuilt."""
         offset_index = OffsetIndex.load(self.offset_index.path, self.base_offset,
                                         self.offset_index.max_entries, self.size)
         time_index = TimeIndex.load(self.time_index.path, self.base_offset, self.time_index.max_entries)
@@ -149,6 +151,8 @@ class LogSegment:
         self.offset_index, self.time_index = offset_index, time_index
         self.next_offset = next_offset
         self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max
+        self.bytes_since_index = self.size - position  # the last indexed batch and the tail after it
+        self.rolling_timestamp = self.first_batch_timestamp() if self.size else None
         return True
 
     def recover(self) -> int:
@@ -214,7 +218,7 @@ class LogSegment:
         self.next_offset = next_offset
         self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max
         self.bytes_since_index = since_index
-        self.rolling_timestamp = _HEAD.unpack(os.pread(fd, HEAD_SIZE, 0))[8] if pos else None
+        self.rolling_timestamp = self.first_batch_timestamp() if pos else None
         # A recovered segment's time index ends with its max timestamp, as a sealed one does (Kafka).
         self.time_index.maybe_append(max_timestamp, offset_of_max)
         self.offset_index.rewrite()

@@ -8,6 +8,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from broker.log.clean_shutdown import MARKER
 from broker.testkit import BrokerProcess
 
 from .conftest import wait_until
@@ -44,7 +45,9 @@ def test_clean_restart_keeps_everything(tmp_path, topic_name):
             producer.produce(topic_name, value=str(i).encode(), partition=i % 3)
         assert producer.flush(60) == 0
         assert broker.stop() == 0  # SIGTERM: flush and exit 0
+        assert (tmp_path / "data" / MARKER).exists()  # the next start scans no log
         broker.start()
+        assert not (tmp_path / "data" / MARKER).exists()  # a crash from now on is recovered
         got = _read_all(broker.bootstrap, topic_name, 3, 3000)
         assert sorted(int(v) for v in got.values()) == list(range(3000))
         # Offsets continue where they were after the restart.

@@ -1,19 +1,23 @@
-"""PartitionLog recovery: torn tails, garbage, lost or corrupt indexes, leftovers, recovery points."""
+"""PartitionLog recovery: torn tails, garbage, lost or corrupt indexes, leftovers, recovery points, and
+the open after a clean shutdown, which scans nothing."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from broker.log.config import LogConfig
+from broker.log.index import OffsetIndex
 from broker.log.partition_log import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     PartitionLog,
 )
+from broker.log.segment import LogSegment
 from protocol.records import Record, build_batch, iter_batches
 
 T0 = 1_700_000_000_000
@@ -223,3 +227,125 @@ def test_unreadable_checkpoints_are_ignored(path, caplog):
     log = PartitionLog.open(path, CONFIG, now_ms=T0)
     assert snapshot(log) == reads
     assert "ignoring unreadable" in caplog.text
+
+
+def index_files(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.iterdir() if p.suffix in (".log", ".index", ".timeindex")}
+
+
+@pytest.fixture
+def scanned(monkeypatch) -> list[str]:
+    """The directories of the segments that recover() scans."""
+    names: list[str] = []
+    recover = LogSegment.recover
+
+    def counting(segment: LogSegment) -> int:
+        names.append(segment.directory.name)
+        return recover(segment)
+
+    monkeypatch.setattr(LogSegment, "recover", counting)
+    return names
+
+
+def test_after_a_clean_shutdown_nothing_is_scanned_and_appends_go_on_as_after_a_recovery(tmp_path, scanned):
+    config = CONFIG
+    clean, twin = tmp_path / "t-0", tmp_path / "u-0"
+    log = PartitionLog.open(clean, config, now_ms=T0)
+    for i in range(40):
+        log.append(batch(i), now_ms=T0)
+    log.close()
+    shutil.copytree(clean, twin)
+    scanned.clear()
+    loaded = PartitionLog.open(clean, config, now_ms=T0, clean_shutdown=True)
+    assert scanned == []
+    assert loaded.flushed_offset == loaded.log_end_offset
+    recovered = PartitionLog.open(twin, config, now_ms=T0)
+    assert scanned == ["u-0"]
+    assert snapshot(loaded) == snapshot(recovered)
+    # The active segment's state (index spacing, the timestamp segment.ms counts from) is what a scan
+    # rebuilds: further appends roll and index alike, and the files end up the same.
+    for i in range(40, 90):
+        for log in (loaded, recovered):
+            log.append(batch(i), now_ms=T0 + 1000)
+    assert loaded.segment_base_offsets() == recovered.segment_base_offsets()
+    loaded.close()
+    recovered.close()
+    assert index_files(clean) == index_files(twin)
+
+
+def test_after_a_clean_shutdown_segment_ms_counts_from_the_active_segments_first_batch(path):
+    config = LogConfig(segment_ms=1000)
+
+    def at(timestamp: int) -> bytes:
+        return build_batch([Record(0, 0, b"key", b"value")], base_timestamp=timestamp)
+
+    log = PartitionLog.open(path, config, now_ms=T0)
+    log.append(at(T0), now_ms=T0)
+    log.close()
+    log = PartitionLog.open(path, config, now_ms=T0 + 5000, clean_shutdown=True)
+    log.append(at(T0 + 500), now_ms=T0 + 5000)
+    assert log.segment_count == 1  # 500 ms after the segment's first batch
+    log.append(at(T0 + 1500), now_ms=T0 + 5000)
+    assert log.segment_count == 2
+
+
+def test_a_clean_shutdown_open_still_recovers_an_active_segment_whose_indexes_disagree(path, scanned, caplog):
+    log, _ = filled(path)
+    reads = snapshot(log)
+    expected = log.max_timestamp()
+    log.close()
+    active = log.segment_base_offsets()[-1]
+    seg(path, active, ".index").write_bytes(b"\x7f" * 24)
+    with caplog.at_level(logging.WARNING):
+        log = PartitionLog.open(path, CONFIG, now_ms=T0, clean_shutdown=True)
+    assert scanned == [path.name]
+    assert "rebuilding" in caplog.text
+    assert snapshot(log) == reads
+    assert log.max_timestamp() == expected
+
+
+def test_after_a_crash_the_active_segment_is_scanned_but_not_synced_until_the_first_flush(path, scanned,
+                                                                                        monkeypatch):
+    log, _ = filled(path)
+    log.flush()  # the closed segments are durable: only the active one is scanned after the crash
+    for i in range(40, 45):
+        log.append(batch(i), now_ms=T0)
+    reads = snapshot(log)
+    active = log.segment_base_offsets()[-1]
+    synced: list[int] = []
+    fdatasync = os.fdatasync
+
+    def counting(fd: int) -> None:
+        synced.append(fd)
+        fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counting)
+    crashed = PartitionLog.open(path, CONFIG, now_ms=T0)  # the first one was never closed
+    assert scanned == [path.name]
+    assert synced == []
+    assert snapshot(crashed) == reads
+    # Only what the recovery point covers counts as durable; a flush (an acks=all wait) syncs the rest.
+    assert crashed.flushed_offset == active < crashed.log_end_offset
+    crashed.flush()
+    assert synced
+    assert crashed.flushed_offset == crashed.log_end_offset
+
+
+def test_an_index_rewrite_leaves_an_equal_file_alone_and_fixes_any_other(tmp_path):
+    path = tmp_path / "00000000000000000100.index"
+    index = OffsetIndex(path, 100, 1000)
+    for i in range(5):
+        index.append(100 + 10 * i, 200 * i)
+    index.rewrite()
+    expected = path.read_bytes()
+    assert len(expected) == 40
+    os.utime(path, ns=(0, 0))
+    index.rewrite()
+    assert path.stat().st_mtime_ns == 0  # not written again
+    for damaged in (expected + b"\x00" * 16, expected[:20], b"\x7f" * 40, b""):
+        path.write_bytes(damaged)
+        index.rewrite()
+        assert path.read_bytes() == expected
+    index.clear()
+    index.rewrite()
+    assert path.read_bytes() == b""
