@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.context import RequestContext
+from broker.handlers.context import LATER, RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
@@ -25,9 +25,33 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         error, new_pid = await txns.producer_ids.new_id()
         if error != ErrorCode.NONE:
             return _answer(error)
-    outcome = txns.coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
-                                       bool(req.committed), ctx.broker.now_ms(), tv2=tv2, new_producer_id=new_pid)
-    error = await txns.apply(outcome.transit, outcome.error)
+    outcome = _end(ctx, req, new_pid)
+    return _outcome(ctx, outcome, await txns.apply(outcome.transit, outcome.error))
+
+
+def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
+    """EndTxn without a task of its own on a single broker whose writes are durable at once: Prepare*, the
+    markers and Complete* are appended before the answer. LATER (nothing done) otherwise."""
+    txns = ctx.broker.txns
+    if not (ctx.broker.durability.immediate and txns.loaded.is_set()) or \
+            txns.coordinator.end_txn_needs_producer_id(req.transactional_id, ctx.header.api_version >= TV2_FROM):
+        return LATER
+    if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    not_here = txns.error_for(req.transactional_id)
+    if not_here:
+        return _answer(not_here)
+    outcome = _end(ctx, req, None)
+    return _outcome(ctx, outcome, txns.apply_now(outcome.transit, outcome.error))
+
+
+def _end(ctx: RequestContext, req: Any, new_pid: int | None) -> Any:
+    return ctx.broker.txns.coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                               bool(req.committed), ctx.broker.now_ms(),
+                                               tv2=ctx.header.api_version >= TV2_FROM, new_producer_id=new_pid)
+
+
+def _outcome(ctx: RequestContext, outcome: Any, error: ErrorCode) -> dict[str, Any]:
     if error == ErrorCode.PRODUCER_FENCED and ctx.header.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     if error != ErrorCode.NONE:

@@ -123,11 +123,43 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
     transaction, else INVALID_TXN_STATE (or INVALID_PRODUCER_EPOCH). This broker's coordinator is asked
     directly; another broker's with AddPartitionsToTxn v4, during which the connection's later requests wait
     (ctx.release)."""
+    wanted, producer = _unverified(ctx, req)
+    if not wanted:
+        return {}
+    broker = ctx.broker
+    txn_id = req.transactional_id
+    add = ctx.header.api_version >= IMPLICIT_ADD_FROM
+    txns = broker.txns
+    if broker.replicas is not None and txns.error_for(txn_id):
+        return await broker.cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
+    if add:
+        return dict.fromkeys(wanted, await _add_to_transaction(broker, txn_id, *producer, wanted))
+    # The coordinator replays __transaction_state when it starts (shortly after a restart): until then it knows
+    # no transaction.
+    await txns.loaded.wait()
+    return {tp: txns.coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
+
+
+def _verified_now(ctx: RequestContext, req: Any) -> dict[tuple[str, int], ErrorCode] | object:
+    """`verify_transactions` when it awaits nothing: transaction version 1 on a single broker whose
+    coordinator has loaded; LATER otherwise."""
+    wanted, producer = _unverified(ctx, req)
+    if not wanted:
+        return {}
+    txns = ctx.broker.txns
+    if ctx.broker.replicas is not None or ctx.header.api_version >= IMPLICIT_ADD_FROM or not txns.loaded.is_set():
+        return LATER
+    return {tp: txns.coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
+
+
+def _unverified(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], tuple[int, int]]:
+    """The partitions whose transactional batch needs verifying (none if verification is off), and the
+    producer's (id, epoch)."""
     broker = ctx.broker
     txn_id = req.transactional_id
     add = ctx.header.api_version >= IMPLICIT_ADD_FROM
     if txn_id is None or not (add or broker.config.transaction_partition_verification_enable):
-        return {}
+        return [], (-1, -1)
     wanted: list[tuple[str, int]] = []
     producer = (-1, -1)
     for topic_data in req.topic_data:
@@ -143,17 +175,7 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
             if not partition.producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
                 wanted.append((topic_data.name, pdata.index))
                 producer = (header.producer_id, header.producer_epoch)
-    if not wanted:
-        return {}
-    txns = broker.txns
-    if broker.replicas is not None and txns.error_for(txn_id):
-        return await broker.cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
-    if add:
-        return dict.fromkeys(wanted, await _add_to_transaction(broker, txn_id, *producer, wanted))
-    # The coordinator replays __transaction_state when it starts (shortly after a restart): until then it knows
-    # no transaction.
-    await txns.loaded.wait()
-    return {tp: txns.coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
+    return wanted, producer
 
 
 async def _add_to_transaction(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -284,16 +306,20 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
 
 def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | None | object:
     """The whole Produce without a task of its own (one scheduling round less per request, measured: a
-    synchronous produce's broker CPU from ~275 to ~100 us) when nothing will be awaited: no transaction to
-    verify, and acks below all or a durability settled inline (no fdatasync, or one the flusher would run
-    inline anyway; no other replica). Otherwise LATER, having done nothing: `handle` runs instead."""
+    synchronous produce's broker CPU from ~275 to ~100 us) when nothing will be awaited: a transaction
+    verified by this broker's loaded coordinator if any, and acks below all or a durability settled inline
+    (no fdatasync, or one the flusher would run inline anyway; no other replica). Otherwise LATER, having done
+    nothing: `handle` runs instead."""
     durability = ctx.broker.durability
-    if req.transactional_id is not None or (req.acks == -1 and not durability.settles_inline):
+    if req.acks == -1 and not durability.settles_inline:
         return LATER
     refused = _refuse_transactional(ctx, req)
     if refused is not None:
         return refused or None
-    responses, waits = _append(ctx, req, {})
+    verified = _verified_now(ctx, req)
+    if verified is LATER:
+        return LATER  # nothing done yet (the topics named by id are named again by `handle`)
+    responses, waits = _append(ctx, req, verified)
     error = durability.settle_now([partition for partition, _offset, _response in waits]) if waits else None
     if error:
         for _partition, _offset, response in waits:

@@ -66,6 +66,28 @@ class MarkerWriter:
 
     async def write(self, markers: Sequence[Marker]) -> dict[tuple[str, int], ErrorCode]:
         """Append each marker and wait until they are durable; the errors by partition (for one producer)."""
+        results, durable = self._append(markers)
+
+        async def wait(partition: Partition, offset: int, key: tuple[str, int]) -> None:
+            error = await self.durability.wait(partition, offset)
+            if error:
+                results[key] = error
+
+        if len(durable) == 1:
+            await wait(*durable[0])
+        elif durable:
+            async with trio.open_nursery() as nursery:
+                for item in durable:
+                    nursery.start_soon(wait, *item)
+        return results
+
+    def write_now(self, markers: Sequence[Marker]) -> dict[tuple[str, int], ErrorCode]:
+        """`write` when the durability is immediate (`Durability.immediate`): nothing to wait for."""
+        return self._append(markers)[0]
+
+    def _append(self, markers: Sequence[Marker]
+                ) -> tuple[dict[tuple[str, int], ErrorCode], list[tuple[Partition, int, tuple[str, int]]]]:
+        """Append each marker: the errors by partition, and what to wait for (partition, offset, key)."""
         results: dict[tuple[str, int], ErrorCode] = {}
         durable: list[tuple[Any, int, tuple[str, int]]] = []
         now = self.clock.now_ms()
@@ -87,16 +109,4 @@ class MarkerWriter:
                             count = len(topic.partitions)
                             self._groups().coordinator.complete_txn(
                                 producer_id, commit, lambda g, i=index, n=count: partition_for(g, n) == i)
-
-        async def wait(partition: Partition, offset: int, key: tuple[str, int]) -> None:
-            error = await self.durability.wait(partition, offset)
-            if error:
-                results[key] = error
-
-        if len(durable) == 1:
-            await wait(*durable[0])
-        elif durable:
-            async with trio.open_nursery() as nursery:
-                for item in durable:
-                    nursery.start_soon(wait, *item)
-        return results
+        return results, durable

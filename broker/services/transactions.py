@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import trio
@@ -22,6 +22,7 @@ from broker.config.options import BrokerConfig
 from broker.services.appends import AppendSignal
 from broker.services.durability import Durability
 from broker.services.internal_topics import partition_for, stored_batches
+from broker.services.markers import Marker
 from broker.services.producer_ids import ProducerIds
 from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError, TopicManager
 from coordinator.txn import (
@@ -191,6 +192,24 @@ class TxnService:
     async def write(self, transit: TxnTransit, *, durable: bool = True) -> None:
         """Append the transit and wait until it is durable; complete it then, or abandon it on failure.
         Complete* need not wait: if it is lost, recovery finds Prepare* and writes the markers again."""
+        partition, offset = self._append(transit)
+        if durable:
+            error = await self.durability.wait(partition, offset)
+            if error:
+                self.coordinator.abandon(transit)
+                log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value,
+                          error.name)
+                raise TxnWriteError(_STATE_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE), error.name)
+        self._completed(transit)
+
+    def write_now(self, transit: TxnTransit) -> None:
+        """`write` when the durability is immediate (`Durability.immediate`): nothing to wait for."""
+        self._append(transit)
+        self._completed(transit)
+
+    def _append(self, transit: TxnTransit) -> tuple[Partition, int]:
+        """Append the transit to its partition of the state topic: (partition, last offset); abandoned and
+        TxnWriteError if that fails."""
         try:
             partition = self.partition_of(transit.transactional_id)
         except (TopicError, OSError) as exc:
@@ -210,13 +229,9 @@ class TxnService:
             raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
         self.durability.appended(partition)
         self.appends.notify()
-        if durable:
-            error = await self.durability.wait(partition, result.last_offset)
-            if error:
-                self.coordinator.abandon(transit)
-                log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value,
-                          error.name)
-                raise TxnWriteError(_STATE_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE), error.name)
+        return partition, result.last_offset
+
+    def _completed(self, transit: TxnTransit) -> None:
         self.coordinator.complete(transit)
         self._wake.set()
 
@@ -261,45 +276,93 @@ class TxnService:
                 await done.wait()
         return error
 
+    def apply_now(self, transit: TxnTransit | None, error: ErrorCode) -> ErrorCode:
+        """`apply` without awaiting, when the durability is immediate (`Durability.immediate`, one broker):
+        after Prepare* the markers are appended at once, and Complete* written, before the answer; markers that
+        must be retried go on in the background."""
+        if transit is None:
+            return error
+        try:
+            self.write_now(transit)
+        except TxnWriteError as exc:
+            return exc.error
+        if transit.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            retry = self._markers_now(transit)
+            if retry:
+                self._start_markers(transit, retry)
+            else:
+                self._complete_now(transit.transactional_id)
+        return error
+
+    def _markers_now(self, transit: TxnTransit) -> dict[str, list[int]]:
+        """Append the transaction's markers (durable at once); the partitions whose marker must be retried."""
+        results = self.markers.write_now([self._marker(transit, self._by_topic(transit.partitions))])
+        return self._to_retry(transit, results)
+
+    def _complete_now(self, transactional_id: str) -> None:
+        complete = self.coordinator.prepare_complete(transactional_id, self.clock.now_ms())
+        if complete is not None:
+            try:
+                self.write_now(complete)
+            except TxnWriteError:  # recovery finds Prepare* and writes the markers again
+                pass
+
     # -- markers --------------------------------------------------------------------------------------
-    def _start_markers(self, transit: TxnTransit) -> trio.Event:
+    def _start_markers(self, transit: TxnTransit, partitions: dict[str, list[int]] | None = None) -> trio.Event:
         """Markers and Complete* in the service's nursery (they outlive the request); the event is set when
         the transaction is complete."""
         if self._nursery is None:
             raise RuntimeError("the transaction service is not running")
         done = trio.Event()
-        self._nursery.start_soon(self._complete_with_markers, transit, done)
+        self._nursery.start_soon(self._complete_with_markers, transit, done, partitions)
         return done
 
-    async def _complete_with_markers(self, transit: TxnTransit, done: trio.Event | None = None) -> None:
+    async def _complete_with_markers(self, transit: TxnTransit, done: trio.Event | None = None,
+                                     partitions: dict[str, list[int]] | None = None) -> None:
         try:
-            await self._markers_then_complete(transit)
+            await self._markers_then_complete(transit, partitions)
         finally:
             if done is not None:
                 done.set()
 
-    async def _markers_then_complete(self, transit: TxnTransit) -> None:
-        commit = transit.state is TxnState.PREPARE_COMMIT
-        remaining: dict[str, list[int]] = defaultdict(list)
-        for topic, index in transit.partitions:
-            remaining[topic].append(index)
+    @staticmethod
+    def _by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, index in partitions:
+            by_topic[topic].append(index)
+        return dict(by_topic)
+
+    def _marker(self, transit: TxnTransit, partitions: dict[str, list[int]]) -> Marker:
+        return (transit.producer_id, transit.producer_epoch, transit.state is TxnState.PREPARE_COMMIT,
+                self.coordinator_epoch(transit.transactional_id), partitions)
+
+    def _to_retry(self, transit: TxnTransit, results: dict[tuple[str, int], ErrorCode]) -> dict[str, list[int]]:
+        """The partitions whose marker failed with an error worth retrying (the others are logged)."""
+        retry: list[tuple[str, int]] = []
+        for (topic, index), error in results.items():
+            if error == ErrorCode.NONE:
+                continue
+            if error in _MARKER_GIVE_UP:
+                log.warning("transaction %s: marker for %s-%d not written: %s", transit.transactional_id,
+                            topic, index, error.name)
+                continue
+            retry.append((topic, index))
+        if retry:
+            log.warning("transaction %s: retrying markers for %s", transit.transactional_id, retry)
+        return self._by_topic(retry)
+
+    async def _markers_then_complete(self, transit: TxnTransit,
+                                     partitions: dict[str, list[int]] | None = None) -> None:
+        """The markers of `partitions` (default: all of the transaction's), retried until written, then
+        Complete*. Given partitions are retries: they wait a first delay."""
+        remaining = partitions if partitions is not None else self._by_topic(transit.partitions)
         delays = iter(_MARKER_RETRY_S)
+        if partitions is not None:
+            await trio.sleep(next(delays))
         while remaining:
-            results = await self.markers.write([(transit.producer_id, transit.producer_epoch, commit,
-                                                 self.coordinator_epoch(transit.transactional_id),
-                                                 dict(remaining))])
-            retry: dict[str, list[int]] = defaultdict(list)
-            for (topic, index), error in results.items():
-                if error == ErrorCode.NONE:
-                    continue
-                if error in _MARKER_GIVE_UP:
-                    log.warning("transaction %s: marker for %s-%d not written: %s", transit.transactional_id,
-                                topic, index, error.name)
-                    continue
-                retry[topic].append(index)
-            remaining = retry
+            results = await self.markers.write([self._marker(transit, remaining)])
+            remaining = self._to_retry(transit, results)
             if remaining:
-                log.warning("transaction %s: retrying markers for %s", transit.transactional_id, dict(remaining))
                 await trio.sleep(next(delays, _MARKER_RETRY_S[-1]))
         while True:
             complete = self.coordinator.prepare_complete(transit.transactional_id, self.clock.now_ms())
