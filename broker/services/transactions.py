@@ -111,6 +111,7 @@ class TxnService:
                                                             id_expiration_ms=c.transactional_id_expiration_ms))
         self.loaded = trio.Event()
         self._wake = trio.Event()
+        self._sleeping_until_ms = -math.inf  # when the timeouts task wakes up by itself (-inf: it is awake)
         self._nursery: trio.Nursery | None = None
 
     # -- the state topic -----------------------------------------------------------------------------
@@ -233,7 +234,10 @@ class TxnService:
 
     def _completed(self, transit: TxnTransit) -> None:
         self.coordinator.complete(transit)
-        self._wake.set()
+        # The timeouts task sleeps until the earliest deadline: only a transaction opened now with an earlier
+        # one wakes it (waking it at every write cost a scheduling round per request).
+        if transit.state is TxnState.ONGOING and transit.start_ms + transit.timeout_ms < self._sleeping_until_ms:
+            self._wake.set()
 
     # -- requests -------------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int,
@@ -412,9 +416,11 @@ class TxnService:
                     self._nursery.start_soon(self.apply, transit, ErrorCode.NONE)
                 continue
             self._wake = trio.Event()
-            wait = math.inf if deadline is None else (deadline - now) / 1000
-            await self.clock.wait(self._wake,
-                                        min(wait, self.config.transaction_abort_timed_out_interval_ms / 1000))
+            wait = min(math.inf if deadline is None else (deadline - now) / 1000,
+                       self.config.transaction_abort_timed_out_interval_ms / 1000)
+            self._sleeping_until_ms = now + wait * 1000
+            await self.clock.wait(self._wake, wait)
+            self._sleeping_until_ms = -math.inf  # awake: every change is seen at the next pass
 
     async def _run_expiry(self) -> None:
         interval = min(3_600_000, self.config.transactional_id_expiration_ms) / 1000
