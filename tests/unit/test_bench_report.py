@@ -36,8 +36,10 @@ def test_ratios_and_targets():
     assert rows["produce_small"].ratio == 0.9 and rows["produce_small"].passed is False
     # Lower is better: p99 at half of Tansu's passes "<= Tansu".
     assert rows["latency_p99"].ratio == 0.5 and rows["latency_p99"].passed
+    assert rows["latency_p50"].ratio == 2.0 and rows["latency_p50"].passed is False
     assert rows["group_join"].passed is False  # 150 ms > 100 ms, whatever Tansu does
-    assert rows["startup"].passed and rows["idle_rss"].passed and rows["final_rss"].passed
+    assert rows["startup"].passed is False  # 120 ms > 50 ms
+    assert rows["idle_rss"].passed and rows["final_rss"].passed
     assert "FAIL" in table(list(rows.values()))
 
 
