@@ -332,6 +332,12 @@ def test_admin_operations_from_any_client(minibroker_cluster, topic_name):
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         admin.create_topics([NewTopic(topic_name, 2, 3, topic_configs={"retention.ms": "3600000"})])
+        # As with Kafka, CreateTopics answers once the broker that took it (the controller) knows the topic; the
+        # others hear of it a moment later, and kafka-python's alter_configs first describes the topic on any
+        # broker (one that does not know it yet answers UNKNOWN_TOPIC_OR_PARTITION, which kafka-python reads as
+        # "Unrecognized configs").
+        cluster.wait_until(lambda: all(topic_name in cluster.broker(b).topics() for b in (1, 2, 3)) or None, 30,
+                           "every broker knowing the topic")
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name, configs={"retention.ms": "7200000"})])
         for broker_id in (1, 2, 3):  # every broker's logs follow the change notification
             cluster.wait_until(lambda b=broker_id: _retention(cluster, b, topic_name) == "7200000" or None, 30,
