@@ -10,7 +10,6 @@ import pytest
 from broker.config.options import BrokerConfig
 from broker.log.clean_shutdown import MARKER
 from broker.log.partition_log import PartitionLog
-from broker.log.segment import LogSegment
 from broker.services.topics import TopicManager
 from protocol.records import Record, build_batch
 
@@ -34,19 +33,6 @@ def with_data(data_dir: Path) -> TopicManager:
 
 def end_offsets(topics: TopicManager) -> list[int]:
     return [topics.partition("t", i).log.log_end_offset for i in range(PARTITIONS)]
-
-
-@pytest.fixture
-def scanned(monkeypatch) -> list[str]:
-    names: list[str] = []
-    recover = LogSegment.recover
-
-    def counting(segment: LogSegment) -> int:
-        names.append(segment.directory.name)
-        return recover(segment)
-
-    monkeypatch.setattr(LogSegment, "recover", counting)
-    return names
 
 
 def test_a_restart_after_a_clean_stop_scans_no_log(tmp_path, scanned):

@@ -17,7 +17,6 @@ from broker.log.partition_log import (
     RECOVERY_POINT_CHECKPOINT,
     PartitionLog,
 )
-from broker.log.segment import LogSegment
 from protocol.records import Record, build_batch, iter_batches
 
 T0 = 1_700_000_000_000
@@ -231,20 +230,6 @@ def test_unreadable_checkpoints_are_ignored(path, caplog):
 
 def index_files(path: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in path.iterdir() if p.suffix in (".log", ".index", ".timeindex")}
-
-
-@pytest.fixture
-def scanned(monkeypatch) -> list[str]:
-    """The directories of the segments that recover() scans."""
-    names: list[str] = []
-    recover = LogSegment.recover
-
-    def counting(segment: LogSegment) -> int:
-        names.append(segment.directory.name)
-        return recover(segment)
-
-    monkeypatch.setattr(LogSegment, "recover", counting)
-    return names
 
 
 def test_after_a_clean_shutdown_nothing_is_scanned_and_appends_go_on_as_after_a_recovery(tmp_path, scanned):
