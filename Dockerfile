@@ -7,7 +7,7 @@ COPY protocol protocol
 COPY coordinator coordinator
 COPY zk zk
 COPY jobs jobs
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir '.[registry]'
 
 # The Spark jobs (docker-compose's `pipeline` service): Java (17+, as Spark 4 needs), pyspark; `ps` for Spark's scripts.
 FROM base AS pipeline

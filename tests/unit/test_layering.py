@@ -2,9 +2,10 @@
 `if TYPE_CHECKING:` blocks too): imports flow one way, protocol <- log <- coordinator/services <- handlers
 <- server, and no module imports a module that imports it back (directly or through others).
 
-The test kit has two sides: its instruments (fault rules, trace, metrics, introspection, admin HTTP) are
-used by the server and import nothing of the broker above the config; its harness (the pytest plugin,
-BrokerThread) runs the whole broker from outside, at the top with the CLI.
+The HTTP services (broker.http: the admin endpoint, the schema registry) sit beside the handlers. The test kit
+has two sides: its instruments (fault rules, trace, metrics, introspection) are used by the server and import
+nothing of the broker above the config; its harness (the pytest plugin, BrokerThread) runs the whole broker
+from outside, at the top with the CLI.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ ALLOWED: dict[str, set[str]] = {
     "broker.app": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
                    "broker.services", "broker.cluster"},
     "broker.testkit": {"protocol", "broker.config", "broker.clock"},  # the instruments
+    # What the broker serves over HTTP (admin endpoint, schema registry): beside the handlers, on the services.
+    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.services",
+                    "broker.cluster", "broker.testkit"},
     "broker.server": {"protocol", "zk", "broker.app", "broker.handlers", "broker.config", "broker.clock",
-                      "broker.security", "broker.cluster", "broker.testkit"},
+                      "broker.security", "broker.cluster", "broker.testkit", "broker.http"},
 }
 # The harness and entry points: above everything (broker.testkit itself: its lazy re-export of the harness).
 TOP = ("broker", "broker.cli", "broker.__main__", "broker.testing", "broker.testkit", "broker.testkit.plugin",
