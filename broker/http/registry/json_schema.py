@@ -148,7 +148,8 @@ class _Comparison:
             return
         missing = {t for t in w_types if t not in r_types and not (t == "integer" and "number" in r_types)}
         if missing:
-            kind = "TYPE_NARROWED" if r_types & w_types else "TYPE_CHANGED"
+            narrowed = r_types & w_types or ("integer" in r_types and "number" in w_types)
+            kind = "TYPE_NARROWED" if narrowed else "TYPE_CHANGED"
             self.report(kind, path, f"{sorted(w_types)} -> {sorted(r_types)}")
 
     def _values(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> None:
