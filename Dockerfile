@@ -20,6 +20,6 @@ ENTRYPOINT ["python", "-m", "jobs.spark_to_kafka"]
 # The broker.
 FROM base AS broker
 VOLUME /var/lib/minibroker
-EXPOSE 9092
+EXPOSE 9092 8081
 ENTRYPOINT ["python", "-m", "broker"]
 CMD ["--listen", "0.0.0.0:9092", "--data-dir", "/var/lib/minibroker"]
