@@ -6,8 +6,10 @@ compatibility levels refusing incompatible schemas (409); references; soft and h
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -18,6 +20,8 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from broker.testkit import BrokerThread
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "schema-registry.md"
 
 USER_V1 = {"type": "record", "name": "User", "namespace": "shop",
            "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
@@ -364,3 +368,11 @@ def test_bad_requests_get_confluent_error_bodies(minibroker_server):
     producer = Producer({"bootstrap.servers": minibroker_server.bootstrap})
     producer.produce("after-bad-requests", b"v")
     assert producer.flush(30) == 0
+
+
+@pytest.mark.minibroker(schema_registry=True)
+def test_the_docs_snippet_runs(minibroker_server):
+    [snippet] = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    scope: dict = {}
+    exec(compile(snippet, str(DOC), "exec"), scope)
+    scope["test_my_service_registers_its_schema"](minibroker_server)
