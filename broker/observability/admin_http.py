@@ -8,8 +8,8 @@ the broker from outside Python.
     DELETE /faults/ID       remove one
     DELETE /faults          remove all
     GET    /health          "ok"
-    GET    /metrics         Prometheus metrics (text exposition format, broker/testkit/metrics.py)
-    GET    /topics          introspection (broker/testkit/introspect.py), as BrokerThread.topics() gives it;
+    GET    /metrics         Prometheus metrics (text exposition format, broker/observability/metrics.py)
+    GET    /topics          introspection (broker/observability/introspect.py), as BrokerThread.topics() gives it;
     GET    /topics?internal=true   likewise /groups, /transactions, /producers/TOPIC/PARTITION and /zookeeper
 
 HTTP/1.1 with one request per connection; a small, local tool, not a general web server.
@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from broker.testkit.faults import FaultInjector
+from broker.observability.faults import FaultInjector
 
 log = logging.getLogger(__name__)
 
