@@ -8,8 +8,8 @@ tests that drive the broker from outside Python.
     DELETE /faults/ID       remove one
     DELETE /faults          remove all
     GET    /health          "ok"
-    GET    /metrics         Prometheus metrics (text exposition format, broker/testkit/metrics.py)
-    GET    /topics          introspection (broker/testkit/introspect.py), as BrokerThread.topics() gives it;
+    GET    /metrics         Prometheus metrics (text exposition format, broker/observability/metrics.py)
+    GET    /topics          introspection (broker/observability/introspect.py), as BrokerThread.topics() gives it;
     GET    /topics?internal=true   likewise /groups, /transactions, /producers/TOPIC/PARTITION and /zookeeper
 
 Errors are {"error": MESSAGE} with the HTTP status.
@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from broker.http.stack import HttpError, HttpService
-from broker.testkit.faults import FaultInjector
+from broker.observability.faults import FaultInjector
 
 _RULE_FIELDS = {"api", "error", "count", "topic", "partition", "client_id", "delay_ms", "duration_ms"}
 

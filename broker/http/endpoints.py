@@ -11,7 +11,7 @@ import trio
 from broker.config.options import BrokerConfig, parse_host_port
 from broker.http.admin import Inspect, admin_service
 from broker.http.stack import HttpService, build_app, serve
-from broker.testkit.faults import FaultInjector
+from broker.observability.faults import FaultInjector
 
 ADMIN = "admin"
 SCHEMA_REGISTRY = "schema-registry"

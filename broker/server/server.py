@@ -14,12 +14,12 @@ import trio
 
 from broker.app import Broker, Endpoint
 from broker.config.options import BrokerConfig
+from broker.observability.faults import FaultInjector
+from broker.observability.metrics import Metrics
+from broker.observability.trace import Tracer
 from broker.server.connection import Connection, Instruments, TlsConnection, peer_name
 from broker.server.dispatch import load_handlers, version_profile
 from broker.server.listeners import advertised_host, open_listeners
-from broker.testkit.faults import FaultInjector
-from broker.testkit.metrics import Metrics
-from broker.testkit.trace import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Server:
 
     def _inspect(self, route: list[str], query: str) -> object:
         """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION, /zookeeper on the admin endpoint."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         if route == ["topics"]:
             return introspect.topics(self.broker, "internal=true" in query)

@@ -1,8 +1,9 @@
-"""The test kit: what runs a broker for tests (the pytest plugin, BrokerThread, BrokerProcess) and the
-broker's instruments for them (fault rules, protocol trace, introspection, admin HTTP, metrics).
+"""The test kit: what runs a broker for tests (the pytest plugin, BrokerThread, BrokerProcess, the cluster
+and ZooKeeper fixtures), built on the broker's instruments in `broker.observability` (fault rules, protocol
+trace, introspection, metrics).
 
-`from broker.testkit import BrokerThread, BrokerProcess`. They are loaded on first use (PEP 562), so
-that the broker's server, which imports the instruments, does not load the harness.
+`from broker.testkit import BrokerThread, BrokerProcess`. They are loaded on first use (PEP 562), so that
+importing the package loads nothing (the plugin imports the harness itself).
 """
 
 from __future__ import annotations

@@ -201,11 +201,11 @@ class BrokerThread:
         trio.from_thread.run(trio.sleep, 0, trio_token=self._token)
         return now
 
-    # -- introspection (broker/testkit/introspect.py) and waits --------------------------------------------------
+    # -- introspection (broker/observability/introspect.py) and waits ------------------------------------------
     def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
         """{topic: {"topic_id", "internal", "partitions": [{"partition", "log_start_offset", "log_end_offset",
         "high_watermark", "last_stable_offset", "size_bytes"}]}}"""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.topics, include_internal)
 
@@ -214,31 +214,31 @@ class BrokerThread:
         "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
         started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
         members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.groups)
 
     def share_partitions(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}: what each
         share group has delivered and acknowledged (KIP-932)."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.share_partitions)
 
     def transactions(self) -> dict[str, dict[str, Any]]:
         """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.transactions)
 
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.producers, topic, partition)
 
     def zookeeper_session(self) -> dict[str, Any]:
         """As BrokerProcess.zookeeper_session: the ZooKeeper session of a cluster broker (empty otherwise)."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.zookeeper)
 
@@ -290,9 +290,9 @@ class BrokerThread:
                 entry.unlink()
         self.start()
 
-    # -- fault injection (broker/testkit/faults.py); each returns the rule's id ------------------------------------
+    # -- fault injection (broker/observability/faults.py); each returns the rule's id ------------------------------
     def inject(self, action: str, **rule: Any) -> int:
-        """Add a fault rule: action is one of broker.faults.FaultAction's values; `rule` takes api, error,
+        """Add a fault rule: action is one of broker.observability.faults.FaultAction's values; `rule` takes api, error,
         count (None: every match), topic, partition, client_id, delay_ms, duration_ms."""
         import trio
 

@@ -1,4 +1,4 @@
-"""Fault rules (broker/testkit/faults.py) and the admin endpoint's request handling, as pure logic."""
+"""Fault rules (broker/observability/faults.py) and the admin endpoint's request handling, as pure logic."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from broker.http.admin import add_rule
 from broker.http.stack import HttpError
+from broker.observability.faults import FaultAction, FaultInjector, error_response
 from broker.server.dispatch import table
-from broker.testkit.faults import FaultAction, FaultInjector, error_response
 from protocol.header import ApiKey, ErrorCode
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from tests.fuzz import corpus
