@@ -37,9 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(**config): BrokerConfig settings for the minibroker fixture "
                                        "broker of this test, e.g. minibroker(kafka_version='3.9'), and a secured "
                                        "listener: minibroker(security='SASL_SSL', users={'alice': 'secret'})")
-    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=(), schema_registry=False): the "
-                                       "minibroker_cluster fixture's size, its brokers' command-line options, "
-                                       "and whether they serve a schema registry")
+    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=(), schema_registry=False, "
+                                       "console=False): the minibroker_cluster fixture's size, its brokers' "
+                                       "command-line options, and whether they serve a schema registry and the "
+                                       "web console")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -63,8 +64,8 @@ def minibroker_server(request: pytest.FixtureRequest,
     """A running broker (thread handle) with its own temporary data dir; its protocol trace is attached
     to the report of a failing test (--minibroker-trace=off to skip tracing). Its logs are not fdatasynced
     (BrokerThread's default fsync="none"). A test's `@pytest.mark.minibroker(...)` settings (BrokerConfig
-    fields such as fsync="grouped", and BrokerThread's security, users, client_auth, security_settings:
-    docs/security.md) apply to its broker, and --minibroker-kafka-version to every fixture broker of the run."""
+    fields such as fsync="grouped", console=True for the web console at `console_url`, and BrokerThread's
+    security, users, client_auth, security_settings: docs/security.md) apply to its broker, and --minibroker-kafka-version to every fixture broker of the run."""
     data_dir = tmp_path_factory.mktemp("minibroker")
     changes: dict[str, Any] = {}
     if request.config.getoption("--minibroker-trace", default="off") != "off":
@@ -122,7 +123,8 @@ def minibroker_cluster(request: pytest.FixtureRequest, minibroker_zookeeper: str
     cluster = MinibrokerCluster(tmp_path_factory.mktemp("minibroker-cluster"), options.get("brokers", 3),
                                 zookeeper=minibroker_zookeeper,
                                 extra_args=(*CLUSTER_DEFAULT_ARGS, *options.get("args", ())),
-                                schema_registry=options.get("schema_registry", False))
+                                schema_registry=options.get("schema_registry", False),
+                                console=options.get("console", False))
     cluster.start()
     try:
         yield cluster

@@ -26,7 +26,8 @@ from broker.http.stack import HttpError, HttpService, StreamingRoute
 
 log = logging.getLogger(__name__)
 
-PAGES = ("overview", "topics", "messages", "produce", "login")
+PAGES = ("overview", "topics", "messages", "produce", "groups", "transactions", "security", "trace", "testkit",
+         "login")
 # Every answer: nothing from elsewhere, no inline script or style (htmx's own indicator style is turned off).
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "

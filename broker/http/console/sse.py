@@ -28,6 +28,7 @@ class EventStream(Response):
 
     def __init__(self, produce: Producer) -> None:
         super().__init__(headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]  # a stream: no length
         self.produce = produce
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
