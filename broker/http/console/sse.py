@@ -39,26 +39,34 @@ class EventStream(Response):
             async with lock:
                 await send({"type": "http.response.body", "body": event_bytes(event, data), "more_body": True})
 
-        async with trio.open_nursery() as nursery:
-            async def until_disconnect() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                nursery.cancel_scope.cancel()
-
-            async def keepalive() -> None:
-                while True:
-                    await trio.sleep(KEEPALIVE_S)
-                    async with lock:
-                        await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
-
-            async def run() -> None:
-                await self.produce(emit)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(until_disconnect)
-            nursery.start_soon(keepalive)
-            nursery.start_soon(run)
+        gone = False
         try:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            pass  # the client has gone
+            async with trio.open_nursery() as nursery:
+                async def until_disconnect() -> None:
+                    nonlocal gone
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    gone = True
+                    nursery.cancel_scope.cancel()
+
+                async def keepalive() -> None:
+                    while True:
+                        await trio.sleep(KEEPALIVE_S)
+                        async with lock:
+                            await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+
+                async def run() -> None:
+                    await self.produce(emit)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(until_disconnect)
+                nursery.start_soon(keepalive)
+                nursery.start_soon(run)
+        finally:
+            if not gone:  # the stream ended (or the broker stops): say so and end the answer properly
+                with trio.move_on_after(1.0, shield=True):
+                    try:
+                        await send({"type": "http.response.body", "more_body": False,
+                                    "body": event_bytes("failure", "The stream ended: the broker stopped.")})
+                    except OSError:
+                        pass

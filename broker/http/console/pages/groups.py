@@ -107,8 +107,11 @@ def routes(console: Console) -> list[BaseRoute]:
             if not tps:
                 raise AdminError(f"{group_id} has no offsets of {topic!r}.")
             await console.admin.delete_offsets(group_id, tps)
+            remaining = await console.admin.list_groups(cluster)
         except AdminError as exc:
             return await group(ctx, str(exc), 400)
+        if all(g.group_id != group_id for g in remaining):  # an empty group without offsets is gone, as in Kafka
+            return console.redirect("/groups", f"Deleted {group_id}'s offsets of {topic}: the group is gone.")
         return console.redirect(f"/groups/{group_id}", f"Deleted {group_id}'s offsets of {topic}.")
 
     return [console.page("/groups", groups), console.page("/groups/{group}", group),
