@@ -361,10 +361,19 @@ class ClusterAdmin:
 
     async def fetch(self, cluster: ClusterMeta, topic: str, partition: int, offset: int, max_bytes: int) -> Any:
         """One Fetch (no long poll) at the partition's leader, on the pages' connection to it."""
+        return await self._leader_session(cluster, topic, partition).fetch(topic, partition, offset,
+                                                                          max_bytes=max_bytes)
+
+    async def aborted(self, cluster: ClusterMeta, topic: str, partition: int, offset: int,
+                      max_bytes: int) -> list[tuple[int, int]]:
+        """The aborted transactions from `offset` on, at the partition's leader (Session.aborted)."""
+        return await self._leader_session(cluster, topic, partition).aborted(topic, partition, offset, max_bytes)
+
+    def _leader_session(self, cluster: ClusterMeta, topic: str, partition: int) -> Session:
         leader = cluster.partition(topic, partition).leader
         if leader < 0:
             raise AdminError(f"{topic}-{partition} has no leader", ErrorCode.LEADER_NOT_AVAILABLE)
-        return await Session(self._connection(leader)).fetch(topic, partition, offset, max_bytes=max_bytes)
+        return Session(self._connection(leader))
 
     # -- groups ------------------------------------------------------------------------------------------------
     async def list_groups(self, cluster: ClusterMeta) -> list[GroupListing]:
@@ -600,6 +609,12 @@ class Session:
         result = answer.responses[0].partitions[0]
         check(result.error_code, f"Fetch {topic}-{partition}")
         return result
+
+    async def aborted(self, topic: str, partition: int, offset: int, max_bytes: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions from `offset` on: a read_committed Fetch's list
+        (Kafka gives it to read_committed fetches only)."""
+        result = await self.fetch(topic, partition, offset, max_bytes=max_bytes, committed=True)
+        return [(a.producer_id, a.first_offset) for a in result.aborted_transactions or []]
 
     async def aclose(self) -> None:
         await self._connection.client.aclose()

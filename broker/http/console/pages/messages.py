@@ -51,7 +51,8 @@ async def read_partition(console: Console, cluster: ClusterMeta, topic: str, par
     for _ in range(MAX_FETCHES):
         result = await console.admin.fetch(cluster, topic, partition, offset, FETCH_BYTES)
         data = bytes(result.records or b"")
-        aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions or []]
+        # Kafka lists aborted transactions in read_committed answers only (up to the last stable offset)
+        aborted = await console.admin.aborted(cluster, topic, partition, offset, FETCH_BYTES) if data else []
         rows += shown_records(data, aborted, result.last_stable_offset, start=offset, limit=limit - len(rows),
                               wanted=wanted, decoder=console.decoder)
         following = next_offset(data)
@@ -155,7 +156,7 @@ def routes(console: Console) -> list[BaseRoute]:
                             continue
                         raise
                     data = bytes(result.records or b"")
-                    aborted = [(a.producer_id, a.first_offset) for a in result.aborted_transactions or []]
+                    aborted = await session.aborted(topic, partition, offset, FETCH_BYTES) if data else []
                     for record in shown_records(data, aborted, result.last_stable_offset, start=offset,
                                                 limit=MAX_LIMIT, wanted=wanted, decoder=console.decoder):
                         await emit("row", row.render(partition=partition, r=record, topic=topic))
