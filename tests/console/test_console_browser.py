@@ -149,6 +149,18 @@ def test_the_live_tail_shows_a_record_a_client_produced(page: Any, minibroker_se
 
 
 @pytest.mark.minibroker(console=True)
+def test_the_live_trace_shows_a_clients_requests(page: Any, minibroker_server: BrokerThread) -> None:
+    client_id = f"app-{uuid.uuid4().hex[:6]}"
+    page.get(minibroker_server.console_url + f"/trace?client_id={client_id}")
+    wait(page, lambda d: text(d, "#trace-status") == "live", "the trace to go live")
+    produce(minibroker_server.bootstrap, "traced", [b"x"], client_id=client_id)
+    wait(page, lambda d: "PRODUCE v" in text(d, "#trace tbody"), "the client's Produce in the trace")
+    assert client_id in text(page, "#trace tbody")
+    assert "minibroker-console" not in text(page, "#trace tbody")  # the console's own requests are left out
+    page.get("about:blank")
+
+
+@pytest.mark.minibroker(console=True)
 def test_an_open_transaction_appears_and_leaves_once_committed(page: Any, minibroker_server: BrokerThread) -> None:
     topic, txn_id = f"t-{uuid.uuid4().hex[:8]}", f"txn-{uuid.uuid4().hex[:8]}"
     produce(minibroker_server.bootstrap, topic, [b"plain"])
