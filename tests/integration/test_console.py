@@ -109,10 +109,22 @@ def test_groups_of_every_type_with_their_members_and_lag(minibroker_server: Brok
         assert re.search(rf'data-tp="{topic}-0">.*?class="num committed">1<.*?class="num lag lag-high">3<', page, re.S)
         _, page = client.get("/groups/g-consumer")
         assert re.search(rf'data-tp="{topic}-0">.*?class="num committed">1<', page, re.S)
+        # A group with members keeps its offsets: Kafka's refusal on the page.
+        status, page = client.post("/groups/g-classic/reset", {"topic": topic, "to": "earliest"})
+        assert status == 400 and re.search(r"OffsetCommit g-classic .*: [A-Z_]+", message_of(page)), page
     finally:
         classic.close()
         modern.close()
         shared.close()
+
+
+@pytest.mark.minibroker(console=True)
+def test_the_docs_snippet_runs(minibroker_server: BrokerThread) -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "console.md"
+    [snippet] = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
+    scope: dict[str, Any] = {}
+    exec(compile(snippet, str(doc), "exec"), scope)
+    scope["test_my_topic_shows_in_the_console"](minibroker_server)
 
 
 def _order_class() -> Any:
