@@ -65,7 +65,8 @@ def minibroker_server(request: pytest.FixtureRequest,
     to the report of a failing test (--minibroker-trace=off to skip tracing). Its logs are not fdatasynced
     (BrokerThread's default fsync="none"). A test's `@pytest.mark.minibroker(...)` settings (BrokerConfig
     fields such as fsync="grouped", console=True for the web console at `console_url`, and BrokerThread's
-    security, users, client_auth, security_settings: docs/security.md) apply to its broker, and --minibroker-kafka-version to every fixture broker of the run."""
+    security, users, client_auth, security_settings: docs/security.md) apply to its broker, and
+    --minibroker-kafka-version to every fixture broker of the run."""
     data_dir = tmp_path_factory.mktemp("minibroker")
     changes: dict[str, Any] = {}
     if request.config.getoption("--minibroker-trace", default="off") != "off":
