@@ -364,28 +364,23 @@ class BrokerThread:
     @property
     def admin_url(self) -> str:
         """http://HOST:PORT of the admin endpoint (start the broker with admin_listen="127.0.0.1:0")."""
-        server = self._require_server()
-        if server.admin_address is None:
-            raise RuntimeError("the broker runs without an admin endpoint (admin_listen)")
-        host, port = server.admin_address
-        return f"http://{host}:{port}"
+        return self._http_url("admin", "the broker runs without an admin endpoint (admin_listen)")
 
     @property
     def schema_registry_url(self) -> str:
         """http://HOST:PORT of its schema registry (start the broker with schema_registry=True)."""
-        server = self._require_server()
-        if server.schema_registry_address is None:
-            raise RuntimeError("the broker runs without a schema registry (schema_registry=True)")
-        host, port = server.schema_registry_address
-        return f"http://{host}:{port}"
+        return self._http_url("schema-registry", "the broker runs without a schema registry (schema_registry=True)")
 
     @property
     def console_url(self) -> str:
         """http://HOST:PORT of its web console (start the broker with console=True)."""
-        server = self._require_server()
-        if server.console_address is None:
-            raise RuntimeError("the broker runs without a console (console=True)")
-        host, port = server.console_address
+        return self._http_url("console", "the broker runs without a console (console=True)")
+
+    def _http_url(self, service: str, missing: str) -> str:
+        address = self._require_server().http_addresses.get(service)
+        if address is None:
+            raise RuntimeError(missing)
+        host, port = address
         return f"http://{host}:{port}"
 
     def _require_server(self) -> Any:

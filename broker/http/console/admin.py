@@ -12,6 +12,7 @@ answer: a request goes at the highest version both sides serve.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -233,8 +234,19 @@ class ClusterAdmin:
         except BrokerUnavailable as exc:
             raise AdminError(f"{api.name} to broker {node_id}: {exc}") from None
 
-    def version(self, node_id: int, api: ApiKey) -> int:
-        return self._connection(node_id).version(api)
+    async def ask_each(self, requests: Mapping[int, tuple[ApiKey, Mapping[str, Any]]]) -> dict[int, Any]:
+        """One request to each of several brokers at once: the answers of those that answered (the others are
+        logged and left out: a page shows what it could get)."""
+        answers: dict[int, Any] = {}
+
+        async def ask(node_id: int, api: ApiKey, body: Mapping[str, Any]) -> None:
+            try:
+                answers[node_id] = await self.call(node_id, api, body)
+            except AdminError as exc:
+                log.info("console: %s", exc)
+
+        await gather([functools.partial(ask, node, api, body) for node, (api, body) in requests.items()])
+        return answers
 
     async def aclose(self) -> None:
         for connection in self._connections.values():
@@ -260,52 +272,24 @@ class ClusterAdmin:
                       *, committed: bool = False) -> dict[tuple[str, int], int | None]:
         """ListOffsets at each partition's leader: the offset for `timestamp` (EARLIEST, LATEST or ms); None
         where the broker refused (no leader, an error). `committed`: read_committed (the last stable offset)."""
-        by_leader: dict[int, list[tuple[str, int]]] = {}
-        out: dict[tuple[str, int], int | None] = {}
-        for topic, index in partitions:
-            try:
-                leader = cluster.partition(topic, index).leader
-            except AdminError:
-                leader = -1
-            if leader < 0:
-                out[(topic, index)] = None
-            else:
-                by_leader.setdefault(leader, []).append((topic, index))
-
-        async def ask(leader: int, tps: list[tuple[str, int]]) -> None:
-            body = {"replica_id": -1, "isolation_level": 1 if committed else 0,
-                    "topics": [{"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
-                                                           "timestamp": timestamp} for tt, p in tps if tt == t]}
-                               for t in dict.fromkeys(t for t, _ in tps)]}
-            try:
-                answer = await self.call(leader, ApiKey.LIST_OFFSETS, body)
-            except AdminError as exc:
-                log.info("console: %s", exc)
-                return
+        partitions = list(partitions)
+        out: dict[tuple[str, int], int | None] = dict.fromkeys(partitions)
+        answers = await self.ask_each({leader: (ApiKey.LIST_OFFSETS, {
+            "replica_id": -1, "isolation_level": 1 if committed else 0,
+            "topics": [{"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
+                                                   "timestamp": timestamp} for p in ps]} for t, ps in by_topic(tps)]})
+            for leader, tps in by_leader(cluster, partitions).items()})
+        for answer in answers.values():
             for t in answer.topics:
                 for p in t.partitions:
                     out[(t.name, p.partition_index)] = None if p.error_code or p.offset < 0 else p.offset
-
-        await gather([lambda leader=leader, tps=tps: ask(leader, tps) for leader, tps in by_leader.items()])
         return out
 
     async def log_sizes(self, cluster: ClusterMeta) -> dict[tuple[str, int, int], int]:
         """{(topic, partition, broker): bytes} from every broker's DescribeLogDirs."""
-        out: dict[tuple[str, int, int], int] = {}
-
-        async def ask(node_id: int) -> None:
-            try:
-                answer = await self.call(node_id, ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
-            except AdminError as exc:
-                log.info("console: %s", exc)
-                return
-            for result in answer.results:
-                for t in result.topics:
-                    for p in t.partitions:
-                        out[(t.name, p.partition_index, node_id)] = p.partition_size
-
-        await gather([lambda n=n: ask(n) for n in cluster.brokers])
-        return out
+        answers = await self.ask_each({n: (ApiKey.DESCRIBE_LOG_DIRS, {"topics": None}) for n in cluster.brokers})
+        return {(t.name, p.partition_index, node): p.partition_size for node, answer in answers.items()
+                for result in answer.results for t in result.topics for p in t.partitions}
 
     async def topic_configs(self, topic: str) -> list[dict[str, Any]]:
         answer = await self.call(self.node_id, ApiKey.DESCRIBE_CONFIGS, {
@@ -378,21 +362,15 @@ class ClusterAdmin:
     # -- groups ------------------------------------------------------------------------------------------------
     async def list_groups(self, cluster: ClusterMeta) -> list[GroupListing]:
         """Every broker's groups (each lists those it coordinates), of every type."""
-        found: list[GroupListing] = []
-
-        async def ask(node_id: int) -> None:
-            try:
-                answer = await self.call(node_id, ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})
-            except AdminError as exc:
-                log.info("console: %s", exc)
-                return
+        answers = await self.ask_each({n: (ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})
+                                       for n in cluster.brokers})
+        found = []
+        for node, answer in answers.items():
             for g in answer.groups:
                 kind = getattr(g, "group_type", None) or ("classic" if g.protocol_type in ("consumer", "")
                                                           else g.protocol_type)
                 found.append(GroupListing(g.group_id, kind.lower(), getattr(g, "group_state", None) or "",
-                                          g.protocol_type, node_id))
-
-        await gather([lambda n=n: ask(n) for n in cluster.brokers])
+                                          g.protocol_type, node))
         return sorted(found, key=lambda g: g.group_id)
 
     async def coordinator(self, key: str, key_type: int = COORDINATOR_GROUP) -> int:
@@ -404,10 +382,8 @@ class ClusterAdmin:
 
     async def describe_group(self, group_id: str, group_type: str) -> GroupDescription:
         node = await self.coordinator(group_id)
-        if group_type == "consumer":
-            return await self._describe_consumer_group(node, group_id)
-        if group_type == "share":
-            return await self._describe_share_group(node, group_id)
+        if group_type in ("consumer", "share"):
+            return await self._describe_kip848_group(node, group_id, group_type)
         if group_type == "streams":
             return await self._describe_streams_group(node, group_id)
         answer = await self.call(node, ApiKey.DESCRIBE_GROUPS, {"groups": [group_id],
@@ -420,30 +396,20 @@ class ClusterAdmin:
             members.append(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id, assigned))
         return GroupDescription(group_id, "classic", g.group_state, node, g.protocol_data or "", None, members)
 
-    async def _describe_consumer_group(self, node: int, group_id: str) -> GroupDescription:
-        answer = await self.call(node, ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id],
-                                                                        "include_authorized_operations": False})
+    async def _describe_kip848_group(self, node: int, group_id: str, group_type: str) -> GroupDescription:
+        """A consumer group (ConsumerGroupDescribe) or a share group (ShareGroupDescribe): the same answer's shape."""
+        api = ApiKey.CONSUMER_GROUP_DESCRIBE if group_type == "consumer" else ApiKey.SHARE_GROUP_DESCRIBE
+        answer = await self.call(node, api, {"group_ids": [group_id], "include_authorized_operations": False})
         g = answer.groups[0]
-        check(g.error_code, f"ConsumerGroupDescribe {group_id}", g.error_message)
-        members = [GroupMember(m.member_id, m.client_id, m.client_host, m.instance_id,
-                               sorted((tp.topic_name, p) for tp in m.assignment.topic_partitions
-                                      for p in tp.partitions),
-                               f"epoch {m.member_epoch}; subscribed to "
-                               f"{', '.join(m.subscribed_topic_names or []) or m.subscribed_topic_regex or '-'}")
-                   for m in g.members]
-        return GroupDescription(group_id, "consumer", g.group_state, node, g.assignor_name, g.group_epoch, members)
-
-    async def _describe_share_group(self, node: int, group_id: str) -> GroupDescription:
-        answer = await self.call(node, ApiKey.SHARE_GROUP_DESCRIBE, {"group_ids": [group_id],
-                                                                     "include_authorized_operations": False})
-        g = answer.groups[0]
-        check(g.error_code, f"ShareGroupDescribe {group_id}", g.error_message)
-        members = [GroupMember(m.member_id, m.client_id, m.client_host, None,
-                               sorted((tp.topic_name, p) for tp in m.assignment.topic_partitions
-                                      for p in tp.partitions),
-                               f"epoch {m.member_epoch}; subscribed to {', '.join(m.subscribed_topic_names or [])}")
-                   for m in g.members]
-        return GroupDescription(group_id, "share", g.group_state, node, g.assignor_name, g.group_epoch, members)
+        check(g.error_code, f"{api.name} {group_id}", g.error_message)
+        members = []
+        for m in g.members:
+            subscribed = ", ".join(m.subscribed_topic_names or []) or getattr(m, "subscribed_topic_regex", None)
+            members.append(GroupMember(m.member_id, m.client_id, m.client_host, getattr(m, "instance_id", None),
+                                       sorted((tp.topic_name, p) for tp in m.assignment.topic_partitions
+                                              for p in tp.partitions),
+                                       f"epoch {m.member_epoch}; subscribed to {subscribed or '-'}"))
+        return GroupDescription(group_id, group_type, g.group_state, node, g.assignor_name, g.group_epoch, members)
 
     async def _describe_streams_group(self, node: int, group_id: str) -> GroupDescription:
         answer = await self.call(node, ApiKey.STREAMS_GROUP_DESCRIBE, {"group_ids": [group_id],
@@ -481,24 +447,20 @@ class ClusterAdmin:
         """Set an empty group's offsets (kafka-consumer-groups --reset-offsets: OffsetCommit outside a
         generation; a group with members refuses it)."""
         node = await self.coordinator(group_id)
-        topics = dict.fromkeys(t for t, _ in offsets)
         answer = await self.call(node, ApiKey.OFFSET_COMMIT, {
             "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
             "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
+            "topics": [{"name": t, "partitions": [{"partition_index": p, "committed_offset": offsets[(t, p)],
                                                    "committed_leader_epoch": -1, "committed_metadata": ""}
-                                                  for (tt, p), o in sorted(offsets.items()) if tt == t]}
-                       for t in topics]})
+                                                  for p in ps]} for t, ps in by_topic(sorted(offsets))]})
         for t in answer.topics:
             for p in t.partitions:
                 check(p.error_code, f"OffsetCommit {group_id} {t.name}-{p.partition_index}")
 
     async def delete_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         node = await self.coordinator(group_id)
-        partitions = sorted(partitions)
         answer = await self.call(node, ApiKey.OFFSET_DELETE, {"group_id": group_id, "topics": [
-            {"name": t, "partitions": [{"partition_index": p} for tt, p in partitions if tt == t]}
-            for t in dict.fromkeys(t for t, _ in partitions)]})
+            {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in by_topic(sorted(partitions))]})
         check(answer.error_code, f"OffsetDelete {group_id}")
         for t in answer.topics:
             for p in t.partitions:
@@ -507,67 +469,29 @@ class ClusterAdmin:
     # -- transactions and producers ------------------------------------------------------------------------------
     async def transactions(self, cluster: ClusterMeta) -> list[Transaction]:
         """Every coordinator's transactions (ListTransactions to every broker, then DescribeTransactions)."""
-        listed: dict[int, list[str]] = {}
-
-        async def ask(node_id: int) -> None:
-            try:
-                answer = await self.call(node_id, ApiKey.LIST_TRANSACTIONS,
-                                         {"state_filters": [], "producer_id_filters": [], "duration_filter": -1})
-            except AdminError as exc:
-                log.info("console: %s", exc)
-                return
-            listed[node_id] = [t.transactional_id for t in answer.transaction_states]
-
-        await gather([lambda n=n: ask(n) for n in cluster.brokers])
-        found: list[Transaction] = []
-
-        async def describe(node_id: int, ids: list[str]) -> None:
-            try:
-                answer = await self.call(node_id, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": ids})
-            except AdminError as exc:
-                log.info("console: %s", exc)
-                return
-            for t in answer.transaction_states:
-                if t.error_code:
-                    continue  # moved to another coordinator since it was listed
-                found.append(Transaction(t.transactional_id, t.producer_id, t.producer_epoch, t.transaction_state,
-                                         t.transaction_timeout_ms, t.transaction_start_time_ms,
-                                         sorted((tp.topic, p) for tp in t.topics for p in tp.partitions), node_id))
-
-        await gather([lambda n=n, ids=ids: describe(n, ids) for n, ids in listed.items() if ids])
+        listed = await self.ask_each({n: (ApiKey.LIST_TRANSACTIONS, {
+            "state_filters": [], "producer_id_filters": [], "duration_filter": -1}) for n in cluster.brokers})
+        described = await self.ask_each({node: (ApiKey.DESCRIBE_TRANSACTIONS, {
+            "transactional_ids": [t.transactional_id for t in answer.transaction_states]})
+            for node, answer in listed.items() if answer.transaction_states})
+        found = [Transaction(t.transactional_id, t.producer_id, t.producer_epoch, t.transaction_state,
+                             t.transaction_timeout_ms, t.transaction_start_time_ms,
+                             sorted((tp.topic, p) for tp in t.topics for p in tp.partitions), node)
+                 for node, answer in described.items() for t in answer.transaction_states
+                 if not t.error_code]  # an error: it moved to another coordinator since it was listed
         return sorted(found, key=lambda t: t.transactional_id)
 
     async def producers(self, cluster: ClusterMeta, partitions: Iterable[tuple[str, int]]
                         ) -> dict[tuple[str, int], list[dict[str, Any]]]:
         """DescribeProducers at each partition's leader: the active producers of each partition."""
-        by_leader: dict[int, list[tuple[str, int]]] = {}
-        for topic, index in partitions:
-            leader = cluster.partition(topic, index).leader
-            if leader >= 0:
-                by_leader.setdefault(leader, []).append((topic, index))
-        out: dict[tuple[str, int], list[dict[str, Any]]] = {}
-
-        async def ask(leader: int, tps: list[tuple[str, int]]) -> None:
-            body = {"topics": [{"name": t, "partition_indexes": [p for tt, p in tps if tt == t]}
-                               for t in dict.fromkeys(t for t, _ in tps)]}
-            try:
-                answer = await self.call(leader, ApiKey.DESCRIBE_PRODUCERS, body)
-            except AdminError as exc:
-                log.info("console: %s", exc)
-                return
-            for t in answer.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        continue
-                    out[(t.name, p.partition_index)] = [
-                        {"producer_id": a.producer_id, "producer_epoch": a.producer_epoch,
-                         "last_sequence": a.last_sequence, "last_timestamp": a.last_timestamp,
-                         "coordinator_epoch": a.coordinator_epoch,
-                         "current_txn_start_offset": a.current_txn_start_offset}
-                        for a in p.active_producers]
-
-        await gather([lambda leader=leader, tps=tps: ask(leader, tps) for leader, tps in by_leader.items()])
-        return out
+        answers = await self.ask_each({leader: (ApiKey.DESCRIBE_PRODUCERS, {
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic(tps)]})
+            for leader, tps in by_leader(cluster, partitions).items()})
+        return {(t.name, p.partition_index): [
+            {"producer_id": a.producer_id, "producer_epoch": a.producer_epoch, "last_sequence": a.last_sequence,
+             "last_timestamp": a.last_timestamp, "coordinator_epoch": a.coordinator_epoch,
+             "current_txn_start_offset": a.current_txn_start_offset} for a in p.active_producers]
+            for answer in answers.values() for t in answer.topics for p in t.partitions if not p.error_code}
 
     # -- security ----------------------------------------------------------------------------------------------
     async def acls(self) -> list[dict[str, Any]]:
@@ -620,8 +544,29 @@ class Session:
         await self._connection.client.aclose()
 
 
+def by_leader(cluster: ClusterMeta, partitions: Iterable[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:
+    """The partitions grouped by their leader (those without one left out)."""
+    out: dict[int, list[tuple[str, int]]] = {}
+    for topic, index in partitions:
+        meta = cluster.topics.get(topic)
+        leader = next((p.leader for p in meta.partitions if p.index == index), -1) if meta is not None else -1
+        if leader >= 0:
+            out.setdefault(leader, []).append((topic, index))
+    return out
+
+
+def by_topic(partitions: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
+    """(topic, its partitions), topics in first-seen order."""
+    out: dict[str, list[int]] = {}
+    for topic, index in partitions:
+        out.setdefault(topic, []).append(index)
+    return list(out.items())
+
+
 async def gather(calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
     """Run the calls concurrently (one per broker) and wait for all."""
+    if not calls:
+        return
     if len(calls) == 1:
         await calls[0]()
         return

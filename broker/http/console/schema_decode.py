@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from broker.http.console.records_view import Shown
+from protocol import records  # its zigzag varint: Confluent's message indexes are written with it too
 
 log = logging.getLogger(__name__)
 
@@ -83,25 +84,14 @@ class RegistryDecoder:
 
 def _message_indexes(payload: bytes) -> tuple[tuple[int, ...], int]:
     """Confluent's message indexes: a zigzag varint count, then that many indexes ([0] written as one 0)."""
-    count, pos = _varint(payload, 0)
+    count, pos = records._read_varint(payload, 0, len(payload))
     if count == 0:
         return (0,), pos
     indexes = []
     for _ in range(count):
-        index, pos = _varint(payload, pos)
+        index, pos = records._read_varint(payload, pos, len(payload))
         indexes.append(index)
     return tuple(indexes), pos
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
 
 
 def _avro(schema: Any, payload: bytes) -> Any:
