@@ -41,7 +41,8 @@ class MinibrokerCluster:
                  extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
                  chroot: str | None = None) -> None:
         """`zookeeper`: HOST:PORT of a running ZooKeeper (a chroot of this cluster's own is used under it);
-        None starts one (its data under `data_dir`). `extra_args` go to every broker (e.g. "--override",
+        None starts one (its data under `data_dir`; broker.testkit.zookeeper finds or fetches it, and raises
+        ZooKeeperUnavailable with what to install when it cannot). `extra_args` go to every broker (e.g. "--override",
         "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free ports)."""
         self.data_dir = Path(data_dir)
         self.broker_ids = list(range(first_id, first_id + brokers))
@@ -61,10 +62,8 @@ class MinibrokerCluster:
 
     def start(self, timeout: float = 60.0) -> MinibrokerCluster:
         if self._zk_address is None:
-            from broker.testkit.zookeeper import ZooKeeperServer, available
+            from broker.testkit.zookeeper import ZooKeeperServer
 
-            if not available():
-                raise RuntimeError("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
             self._zk_server = ZooKeeperServer(self.data_dir / "zookeeper").start()
             self._zk_address = self._zk_server.address
         for i, broker_id in enumerate(self.broker_ids):
