@@ -15,7 +15,13 @@ broker's server, which imports the instruments, does not load the harness.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for type checkers and the manual's reference (mkdocstrings), which read these statically
+    from broker.testkit.broker_thread import BrokerProcess, BrokerThread
+    from broker.testkit.cluster import MinibrokerCluster
+    from broker.testkit.security import SecurityKit
+    from broker.testkit.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
 
 _WHERE = {
     "BrokerThread": "broker.testkit.broker_thread",
@@ -25,7 +31,8 @@ _WHERE = {
     "ZooKeeperUnavailable": "broker.testkit.zookeeper",
     "SecurityKit": "broker.testkit.security",
 }
-__all__ = sorted(_WHERE)
+__all__ = ["BrokerProcess", "BrokerThread", "MinibrokerCluster", "SecurityKit", "ZooKeeperServer",
+           "ZooKeeperUnavailable"]
 
 
 def __getattr__(name: str) -> Any:
