@@ -37,7 +37,7 @@ cluster: install system-deps bytecode
 	$(PY) -m broker.testkit.cluster --brokers 3 --port 9092 --data-dir data/cluster -- $(ARGS)
 
 # certs/: a throw-away CA (ca.pem), the broker's key and chain (broker.pem, for localhost and the compose
-# service name) and a client certificate for alice, to try SSL and SASL_SSL listeners (docs/security.md).
+# service name) and a client certificate for alice, to try SSL and SASL_SSL listeners (docs/running/security.md).
 certs: install
 	$(PY) -m broker.testkit.security certs --host localhost --host 127.0.0.1 --host broker-secure --user alice
 
@@ -55,7 +55,7 @@ docs-serve: install
 	$(VENV)/bin/mkdocs serve
 
 # The Spark pipeline on PIPELINE_ROWS generated rows, exactly once, then its read_committed verification;
-# starts a broker on 127.0.0.1:9092 unless one answers there (see README, "The data pipeline").
+# starts a broker on 127.0.0.1:9092 unless one answers there (see docs/running/pipeline.md).
 pipeline: install system-deps
 	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
 

@@ -63,7 +63,7 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 
 
 def is_security_setting(name: str) -> bool:
-    """Settings of listeners' security (docs/security.md), kept by name in BrokerConfig.security: `ssl.*`,
+    """Settings of listeners' security (docs/running/security.md), kept by name in BrokerConfig.security: `ssl.*`,
     `sasl.*`, the re-authentication and failure timings, the JAAS file, and any `listener.name.<name>.*`
     prefixed setting."""
     return name.startswith(("ssl.", "sasl.", "listener.name.")) or name in SECURITY_SETTINGS
@@ -236,7 +236,7 @@ OPTIONS: tuple[Option, ...] = (
            "listener of security.inter.broker.protocol."),
     Option("security.inter.broker.protocol", "security_inter_broker_protocol", str,
            "Security protocol between brokers when inter.broker.listener.name is unset."),
-    # The cluster (ZooKeeper mode; docs/cluster.md).
+    # The cluster (ZooKeeper mode; docs/running/cluster.md).
     Option("broker.rack", "broker_rack", str, "This broker's rack, for rack-aware replica assignment."),
     Option("broker.id.generation.enable", "broker_id_generation_enable", bool,
            "With ZooKeeper and no broker.id: take an id from /brokers/seqid (above reserved.broker.max.id)."),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -84,11 +85,25 @@ def _clean_environment(venv_dir: Path) -> dict[str, str]:
     return env
 
 
+def _checkout_copy(target: Path) -> Path:
+    """The checkout's files (tracked, and new ones git does not ignore) without its build leftovers: pip builds a
+    local project in its own directory, and a stale build/ there could slip old modules into the wheel."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
 def test_the_wheel_installs_into_another_project_and_its_tests_pass(tmp_path: Path) -> None:
     venv_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(venv_dir)
     env = _clean_environment(venv_dir)
-    commands = _install_commands().replace("/path/to/minibroker", str(REPO))
+    checkout = _checkout_copy(tmp_path / "minibroker")
+    commands = _install_commands().replace("/path/to/minibroker", str(checkout))
     work = tmp_path / "build"
     work.mkdir()
     installed = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=work, env=env,
@@ -108,7 +123,6 @@ def test_the_wheel_installs_into_another_project_and_its_tests_pass(tmp_path: Pa
                              "tests"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert re.search(r"\b5 passed\b", result.stdout), result.stdout[-3000:]
-    assert not (REPO / "tests" / "test_with_minibroker.py").exists() and REPO not in project.parents
 
 
 def test_the_test_kit_names_what_to_install_without_java(tmp_path: Path) -> None:
