@@ -37,6 +37,10 @@ LIST_PARTITION_REASSIGNMENTS = 46
 
 
 class MinibrokerCluster:
+    """A ZooKeeper-mode cluster for tests: N brokers (ids 1..N) as child processes on one ZooKeeper, each in a
+    chroot of the cluster's own; the `minibroker_cluster` fixture's handle. Use it as a context manager, or
+    start() and stop()."""
+
     def __init__(self, data_dir: Path | str, brokers: int = 3, *, zookeeper: str | None = None,
                  extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
                  chroot: str | None = None) -> None:
@@ -61,6 +65,8 @@ class MinibrokerCluster:
         return self._zk_address + self.chroot
 
     def start(self, timeout: float = 60.0) -> MinibrokerCluster:
+        """Start ZooKeeper (unless given) and the brokers; return once every broker is in the cluster's
+        metadata with a controller elected."""
         if self._zk_address is None:
             from broker.testkit.zookeeper import ZooKeeperServer
 
@@ -75,6 +81,7 @@ class MinibrokerCluster:
         return self
 
     def stop(self) -> None:
+        """Stop every running broker (SIGTERM, SIGKILL if one will not stop) and the ZooKeeper it started."""
         for broker in self.brokers.values():
             if broker.running:
                 try:
@@ -92,6 +99,7 @@ class MinibrokerCluster:
         self.stop()
 
     def broker(self, broker_id: int) -> BrokerProcess:
+        """One broker's process handle: its fault rules and introspection are that broker's."""
         return self.brokers[broker_id]
 
     @property
@@ -141,6 +149,7 @@ class MinibrokerCluster:
         raise RuntimeError(f"no broker answered Metadata: {last!r}")
 
     def controller_id(self) -> int:
+        """The broker that is the controller now, as Metadata tells it."""
         return self.metadata([]).controller_id
 
     def leader(self, topic: str, partition: int) -> int:
@@ -184,6 +193,8 @@ class MinibrokerCluster:
 
     @staticmethod
     def wait_until(check: Callable[[], T | None], timeout: float = 60.0, what: str = "a condition") -> T:
+        """Call `check` until it returns something other than None (returned); brokers restarting meanwhile
+        are waited out. TimeoutError after `timeout` s."""
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while True:
@@ -210,6 +221,7 @@ class MinibrokerCluster:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      configs: dict[str, str] | None = None) -> None:
+        """Create a topic through the controller (CreateTopics), and wait until each partition has a leader."""
         answer = self._controller_request(CREATE_TOPICS, 7, {"topics": [{
             "name": name, "num_partitions": partitions, "replication_factor": replication_factor, "assignments": [],
             "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],

@@ -179,9 +179,11 @@ class ZooKeeperServer:
 
     @property
     def address(self) -> str:
+        """"127.0.0.1:PORT", what clients and brokers take as zookeeper.connect (add a chroot)."""
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
+        """Start the server and return once it serves clients; its log is `zookeeper.log` in its directory."""
         log = open(self.dir / "zookeeper.log", "ab")  # noqa: SIM115 - owned by the child process
         self.proc = subprocess.Popen(
             [self.install.java, "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.dir),
@@ -202,6 +204,7 @@ class ZooKeeperServer:
         return self
 
     def stop(self) -> None:
+        """Stop it (SIGTERM, then SIGKILL after 20 s); its data stays for a start() again."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
