@@ -1,4 +1,5 @@
-"""The test kit: what runs minibroker for your tests, and the broker's instruments for them.
+"""The test kit: what runs minibroker for your tests, built on the broker's instruments in
+`broker.observability` (fault rules, protocol trace, introspection, metrics).
 
     from broker.testkit import BrokerThread, MinibrokerCluster
 
@@ -8,8 +9,8 @@
 - `ZooKeeperServer`: a real ZooKeeper on a free port, found or fetched (broker.testkit.zookeeper);
 - `SecurityKit`: a throw-away CA, a secured listener's settings, and the clients' settings for it.
 
-The pytest fixtures are in broker.testkit.plugin. These names are loaded on first use (PEP 562), so that the
-broker's server, which imports the instruments, does not load the harness.
+The pytest fixtures are in broker.testkit.plugin. These names are loaded on first use (PEP 562), so that
+importing the package loads nothing (the plugin imports the harness itself).
 """
 
 from __future__ import annotations

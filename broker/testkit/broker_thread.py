@@ -32,12 +32,16 @@ class BrokerThread:
     SCRAM users; `{"alice": "secret"}`), a throw-away CA and certificates (broker.testkit.security), and
     `client_auth` none|requested|required for SSL; `kafka_python()`, `confluent()` and `aiokafka()` give the
     clients' settings for it. `security_settings` adds Kafka-named settings (`connections.max.reauth.ms`...).
+
+    `schema_registry=True` (or "HOST:PORT") serves a schema registry beside it: `schema_registry_url`.
     """
 
     def __init__(self, data_dir: Path | str, *, security: str | None = None, users: dict[str, str] | None = None,
                  client_auth: str = "none", security_settings: dict[str, str] | None = None,
                  sasl_mechanisms: tuple[str, ...] | None = None, fsync: str = "none", **config: Any) -> None:
         self.data_dir = Path(data_dir)
+        if config.get("schema_registry") is True:
+            config["schema_registry"] = "127.0.0.1:0"
         self._config_changes = {"fsync": fsync, **config}
         self.security: Any = None  # broker.testkit.security.SecurityKit of a secured listener
         self._security_settings = dict(security_settings or {})
@@ -202,11 +206,11 @@ class BrokerThread:
         trio.from_thread.run(trio.sleep, 0, trio_token=self._token)
         return now
 
-    # -- introspection (broker/testkit/introspect.py) and waits --------------------------------------------------
+    # -- introspection (broker/observability/introspect.py) and waits ------------------------------------------
     def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
         """{topic: {"topic_id", "internal", "partitions": [{"partition", "log_start_offset", "log_end_offset",
         "high_watermark", "last_stable_offset", "size_bytes"}]}}"""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.topics, include_internal)
 
@@ -215,33 +219,33 @@ class BrokerThread:
         "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
         started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
         members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.groups)
 
     def share_partitions(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}: what each
         share group has delivered and acknowledged (KIP-932)."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.share_partitions)
 
     def transactions(self) -> dict[str, dict[str, Any]]:
         """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.transactions)
 
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
         """The idempotent and transactional producers the partition knows: [{"producer_id", "epoch",
         "last_sequence", "last_offset", "last_timestamp", "open_transaction_first_offset"}]."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.producers, topic, partition)
 
     def zookeeper_session(self) -> dict[str, Any]:
         """As BrokerProcess.zookeeper_session: the ZooKeeper session of a cluster broker (empty otherwise)."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.zookeeper)
 
@@ -293,9 +297,9 @@ class BrokerThread:
                 entry.unlink()
         self.start()
 
-    # -- fault injection (broker/testkit/faults.py); each returns the rule's id ------------------------------------
+    # -- fault injection (broker/observability/faults.py); each returns the rule's id ------------------------------
     def inject(self, action: str, **rule: Any) -> int:
-        """Add a fault rule: action is one of broker.faults.FaultAction's values; `rule` takes api, error,
+        """Add a fault rule: action is one of broker.observability.faults.FaultAction's values; `rule` takes api, error,
         count (None: every match), topic, partition, client_id, delay_ms, duration_ms."""
         import trio
 
@@ -376,6 +380,15 @@ class BrokerThread:
         host, port = server.admin_address
         return f"http://{host}:{port}"
 
+    @property
+    def schema_registry_url(self) -> str:
+        """http://HOST:PORT of its schema registry (start the broker with schema_registry=True)."""
+        server = self._require_server()
+        if server.schema_registry_address is None:
+            raise RuntimeError("the broker runs without a schema registry (schema_registry=True)")
+        host, port = server.schema_registry_address
+        return f"http://{host}:{port}"
+
     def _require_server(self) -> Any:
         if self._server is None:
             raise RuntimeError("broker is not running")
@@ -398,7 +411,8 @@ class BrokerThread:
 
 
 _READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
-_ADMIN = re.compile(r"admin (http://\S+?)\)")
+_ADMIN = re.compile(r"admin (http://[^\s,)]+)")
+_SCHEMA_REGISTRY = re.compile(r"schema-registry (http://[^\s,)]+)")
 
 
 class BrokerProcess:
@@ -414,6 +428,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.log_lines: list[str] = []
         self.admin_url: str | None = None
+        self.schema_registry_url: str | None = None  # started with --schema-registry
 
     @property
     def bootstrap(self) -> str:
@@ -436,6 +451,8 @@ class BrokerProcess:
                     self.port = int(m.group(2))
                     admin = _ADMIN.search(line)
                     self.admin_url = admin.group(1) if admin else None
+                    registry = _SCHEMA_REGISTRY.search(line)
+                    self.schema_registry_url = registry.group(1) if registry else None
                     ready.set()
             ready.set()
 
