@@ -115,10 +115,11 @@ def api_versions() -> str:
 
 def features() -> str:
     from broker.config import kafka_versions
+    from broker.server import dispatch
 
     rows = ["| profile | supported (min-max) | finalized |", "|---|---|---|"]
     for release in kafka_versions.releases():
-        answer = kafka_versions._features(release)
+        answer = dispatch.version_profile(release).features  # the ApiVersions v3+ feature fields served
         supported = ", ".join(f"`{f['name']}` {f['min_version']}-{f['max_version']}"
                               for f in answer["supported_features"]) or "none (a ZooKeeper-mode broker)"
         finalized = ", ".join(f"`{f['name']}` {f['max_version_level']}" for f in answer["finalized_features"]) or "–"
