@@ -13,7 +13,7 @@ ShareSnapshot value) and reads records from the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -27,6 +27,13 @@ class RecordState(Enum):
     ACQUIRED = 1
     ACKNOWLEDGED = 2
     ARCHIVED = 4
+
+
+class ShareAcquireMode(Enum):
+    """How a ShareFetch counts MaxRecords (KIP-1206; the ShareAcquireMode field of ShareFetch v2)."""
+
+    BATCH_OPTIMIZED = 0
+    RECORD_LIMIT = 1
 
 
 class AcknowledgeType(Enum):
@@ -110,24 +117,37 @@ class SharePartition:
         self._advance_start()
 
     # -- ShareFetch ---------------------------------------------------------------------------------------
-    def acquire(self, member_id: str, high_watermark: int, max_records: int, now_ms: int) -> list[AcquiredRange]:
-        """Hand records to a member: available in-flight ones first (redeliveries), then new ones below the
-        high watermark, at most `max_records` and within the in-flight limit."""
-        if high_watermark < self.start_offset:
-            return []
+    def next_fetch_offset(self) -> int:
+        """Where the next fetch reads the log from: the first record offered again, else the end offset."""
+        available = [o for o, r in self.in_flight.items() if r.state is RecordState.AVAILABLE]
+        return min(available, default=self.end_offset)
+
+    def acquire(self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int,
+                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRange]:
+        """Hand records to a member from `batches`, the (first, last) offsets of the log's batches read from
+        `next_fetch_offset()` (below the high watermark), so that every acquired offset comes with its
+        batch: available in-flight records (redeliveries) and new ones, within the in-flight limit.
+        BATCH_OPTIMIZED takes whole batches until `max_records` is reached (the last batch may pass it, as
+        Kafka's SharePartition does); RECORD_LIMIT stops at `max_records` exactly (KIP-1206). Offsets
+        between batches that the log no longer has (compaction) go with the next batch: the client
+        acknowledges them as gaps."""
         acquired: list[int] = []
-        for offset in sorted(self.in_flight):
+        for first, last in batches:
             if len(acquired) >= max_records:
                 break
-            if self.in_flight[offset].state is RecordState.AVAILABLE:
-                acquired.append(offset)
-        while len(acquired) < max_records and self.end_offset < high_watermark \
-                and len(self.in_flight) < self.max_in_flight:
-            self.in_flight[self.end_offset] = InFlight()
-            acquired.append(self.end_offset)
-            self.end_offset += 1
+            for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
+                if mode is ShareAcquireMode.RECORD_LIMIT and len(acquired) >= max_records:
+                    break
+                if offset >= self.end_offset:
+                    if len(self.in_flight) >= self.max_in_flight:
+                        break
+                    self.in_flight[offset] = InFlight()
+                    self.end_offset = offset + 1
+                record = self.in_flight.get(offset)
+                if record is not None and record.state is RecordState.AVAILABLE:
+                    acquired.append(offset)
         ranges: list[AcquiredRange] = []
-        for offset in sorted(acquired):
+        for offset in acquired:
             record = self.in_flight[offset]
             record.state = RecordState.ACQUIRED
             record.delivery_count += 1

@@ -24,7 +24,13 @@ from broker.config.options import BrokerConfig
 from broker.services.appends import AppendSignal
 from broker.services.internal_topics import internal_topic, partition_for, stored_batches
 from broker.services.topics import SHARE_STATE_TOPIC, Partition, TopicManager
-from coordinator.share_partition import AcknowledgeType, AcquiredRange, SharePartition, StateBatch
+from coordinator.share_partition import (
+    AcknowledgeType,
+    AcquiredRange,
+    ShareAcquireMode,
+    SharePartition,
+    StateBatch,
+)
 from coordinator.share_partition import RecordState as ShareRecordState
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import (
@@ -250,7 +256,7 @@ class SharePartitions:
         return error, stored
 
     def fetch(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
-              max_bytes: int) -> PartitionResult:
+              max_bytes: int, mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> PartitionResult:
         sp = self.get(group_id, topic_id, index)
         topic = self.topics.get_by_id(topic_id)
         if sp is None or topic is None:
@@ -260,27 +266,21 @@ class SharePartitions:
         if sp.start_offset < plog.log_start_offset:
             sp.reset_start(plog.log_start_offset)
         hw = partition.high_watermark
-        now = self.clock.now_ms()
-        acquired = sp.acquire(member_id, hw, max_records, now)
+        offset = sp.next_fetch_offset()
+        if offset >= hw:
+            return PartitionResult()
+        # Whole batches from the one holding the fetch offset: records are acquired only from the batches read,
+        # so each acquired offset goes out with its batch (a client takes an acquired offset it gets no
+        # record for as a gap, and its acknowledgement archives the record).
+        data = plog.read(offset, max_bytes, max_offset=hw)
+        spans = [(header.base_offset, header.base_offset + header.last_offset_delta, start, end)
+                 for header, start, end in iter_batches(data)]
+        acquired = sp.acquire(member_id, [(first, last) for first, last, _, _ in spans], max_records,
+                              self.clock.now_ms(), mode)
         if not acquired:
             return PartitionResult()
-        chunks: list[bytes] = []
-        seen: set[int] = set()
-        budget = max_bytes
-        for rng in acquired:
-            offset = rng.first_offset
-            while offset <= rng.last_offset:
-                data = plog.read(offset, max(budget, 1), max_offset=rng.last_offset + 1)
-                if not data:
-                    break
-                last_seen = offset
-                for header, start, end in iter_batches(data):
-                    last_seen = header.base_offset + header.last_offset_delta
-                    if header.base_offset not in seen:
-                        seen.add(header.base_offset)
-                        chunks.append(bytes(data[start:end]))
-                        budget -= end - start
-                offset = last_seen + 1
+        chunks = [bytes(data[start:end]) for first, last, start, end in spans
+                  if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
         self._persist((group_id, topic_id, index), sp)
         return PartitionResult(acquired=acquired, records=b"".join(chunks))
 
