@@ -30,6 +30,7 @@ from coordinator.share_partition import (
     ShareAcquireMode,
     SharePartition,
     StateBatch,
+    check_acknowledgements,
 )
 from coordinator.share_partition import RecordState as ShareRecordState
 from protocol.header import ErrorCode
@@ -142,15 +143,30 @@ class SharePartitions:
 
     # -- share partitions ---------------------------------------------------------------------------------
     def _limits(self, group_id: str) -> dict[str, int]:
-        lock = self.group_config(group_id, "share.record.lock.duration.ms")
-        return {"lock_duration_ms": int(lock) if lock else self.config.group_share_record_lock_duration_ms,
-                "delivery_count_limit": self.config.group_share_delivery_count_limit,
-                "max_in_flight": self.config.group_share_partition_max_record_locks}
+        """The group's share.* configs (KIP-932 group configs over the broker's group.share.* defaults)."""
+        def setting(name: str, default: int) -> int:
+            value = self.group_config(group_id, name)
+            return int(value) if value else default
+        return {"lock_duration_ms": setting("share.record.lock.duration.ms",
+                                            self.config.group_share_record_lock_duration_ms),
+                "delivery_count_limit": setting("share.delivery.count.limit",
+                                                self.config.group_share_delivery_count_limit),
+                "max_in_flight": setting("share.partition.max.record.locks",
+                                         self.config.group_share_partition_max_record_locks)}
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return self._limits(group_id)["lock_duration_ms"]
+
+    def renew_enabled(self, group_id: str) -> bool:
+        """share.renew.acknowledge.enable (KIP-1222; true by default): RENEW acknowledgements allowed."""
+        return (self.group_config(group_id, "share.renew.acknowledge.enable") or "true").lower() == "true"
 
     def get(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
         if sp is not None:
+            for name, value in self._limits(group_id).items():  # group configs may have changed
+                setattr(sp, name, value)
             return sp
         topic = self.topics.get_by_id(topic_id)
         if topic is None or not 0 <= index < len(topic.partitions):
@@ -237,22 +253,26 @@ class SharePartitions:
 
     # -- acknowledgements and fetches ---------------------------------------------------------------------------
     def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
-                    batches: list[tuple[int, int, list[int]]]) -> tuple[ErrorCode, Partition | None]:
+                    batches: list[tuple[int, int, list[int]]], *, renew: bool = False
+                    ) -> tuple[ErrorCode, Partition | None]:
+        """One partition's acknowledgement batches, all or nothing; the state written to __share_group_state
+        when they were applied (the partition to wait on for durability), else None."""
+        error = check_acknowledgements(batches, renew=renew)
+        if error != ErrorCode.NONE:
+            return error, None
         sp = self.get(group_id, topic_id, index)
         if sp is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        error = ErrorCode.NONE
-        for first, last, types in batches:
-            try:
-                kinds = [AcknowledgeType(t) for t in types]
-            except ValueError:
-                error = ErrorCode.INVALID_REQUEST
-                continue
-            result = sp.acknowledge(member_id, first, last, kinds)
-            if result != ErrorCode.NONE:
-                error = result
+        if renew and not self.renew_enabled(group_id) \
+                and any(AcknowledgeType.RENEW.value in types for _, _, types in batches):
+            return ErrorCode.INVALID_RECORD_STATE, None
+        error = sp.acknowledge_batches(member_id, [(first, last, [AcknowledgeType(t) for t in types])
+                                                  for first, last, types in batches], self.clock.now_ms())
+        if error != ErrorCode.NONE:
+            return error, None
         stored = self._persist((group_id, topic_id, index), sp)
         self.appends.notify()  # released records may be fetched now
+        self.changed()  # a renewed lock moves the next deadline
         return error, stored
 
     def fetch(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
@@ -282,6 +302,7 @@ class SharePartitions:
         chunks = [bytes(data[start:end]) for first, last, start, end in spans
                   if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
         self._persist((group_id, topic_id, index), sp)
+        self.changed()  # the lock-expiry timer may sleep past the new locks' deadline
         return PartitionResult(acquired=acquired, records=b"".join(chunks))
 
     # -- timers ---------------------------------------------------------------------------------------------------
