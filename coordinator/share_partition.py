@@ -152,19 +152,21 @@ class SharePartition:
         between batches that the log no longer has (compaction) go with the next batch: the client
         acknowledges them as gaps."""
         acquired: list[int] = []
+        per_record = mode is ShareAcquireMode.RECORD_LIMIT
         for first, last in batches:
             if len(acquired) >= max_records:
                 break
             for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
-                if mode is ShareAcquireMode.RECORD_LIMIT and len(acquired) >= max_records:
-                    break
                 if offset >= self.end_offset:
                     if len(self.in_flight) >= self.max_in_flight:
                         break
+                    # A batch read is taken in flight whole; what the record limit leaves of it stays
+                    # available (Kafka: acknowledging it is INVALID_RECORD_STATE, not past the records).
                     self.in_flight[offset] = InFlight()
                     self.end_offset = offset + 1
                 record = self.in_flight.get(offset)
-                if record is not None and record.state is RecordState.AVAILABLE:
+                if record is not None and record.state is RecordState.AVAILABLE \
+                        and not (per_record and len(acquired) >= max_records):
                     acquired.append(offset)
         ranges: list[AcquiredRange] = []
         for offset in acquired:

@@ -65,51 +65,61 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     renew = bool(req.is_renew_ack)
     node = broker.node_id
     results: dict[tuple[Any, int], dict[str, Any]] = {}
+    acknowledged: dict[tuple[Any, int], ErrorCode] = {}
+    fetching = session is not None and req.share_session_epoch != FINAL_EPOCH and not renew
+    max_records = req.max_records if req.max_records > 0 else 500
+
+    def acquire_round() -> bool:
+        """One pass over the session's partitions; True once records were acquired."""
+        assert session is not None
+        fetched = False
+        budget = req.max_bytes
+        left = max_records
+        for topic_id, index in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
+            topic = broker.topics.get_by_id(topic_id)
+            if topic is None or topic.name not in readable and topic.name not in set(
+                    authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, [topic.name])):
+                results[(topic_id, index)] = _partition(index, node, error=ErrorCode.UNKNOWN_TOPIC_ID
+                                                        if topic is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            outcome = shares.fetch(req.group_id, req.member_id, topic_id, index, left, max(budget, 1), mode)
+            if outcome.error != ErrorCode.NONE or outcome.acquired:
+                results[(topic_id, index)] = _partition(index, node, error=outcome.error,
+                                                        acquired=outcome.acquired, records=outcome.records or b"")
+            if outcome.acquired:
+                fetched = True
+                budget -= len(outcome.records or b"")
+                left -= sum(r.last_offset - r.first_offset + 1 for r in outcome.acquired)
+                if left <= 0 or budget <= 0:
+                    break
+        return fetched
+
+    # Records are acquired before this request's acknowledgements take effect, as Kafka's fetch runs beside
+    # their state write: a record released here is handed out by a later fetch (or a later round of this one).
+    fetched = acquire_round() if fetching else False
     for t in req.topics:
         for p in t.partitions:
             if not p.acknowledgement_batches:
                 continue
             if names.get(t.topic_id) not in readable:
-                results[(t.topic_id, p.partition_index)] = _partition(
-                    p.partition_index, node, ack_error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                acknowledged[(t.topic_id, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             error, state = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
                                               [(b.first_offset, b.last_offset, list(b.acknowledge_types))
                                                for b in p.acknowledgement_batches], renew=renew)
-            if state is not None:  # the acknowledgements are durable before anything else happens
+            if state is not None:  # the acknowledgements are durable before the answer
                 await broker.durability.wait(state, state.log.log_end_offset - 1)
-            results[(t.topic_id, p.partition_index)] = _partition(p.partition_index, node, ack_error=error)
-    if session is not None and req.share_session_epoch != FINAL_EPOCH and not renew:
-        max_records = req.max_records if req.max_records > 0 else 500
+            acknowledged[(t.topic_id, p.partition_index)] = error
+    if fetching and not fetched:
         deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
         while True:
             waiter = broker.appends.event
-            fetched = False
-            budget = req.max_bytes
-            for topic_id, index in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
-                name = broker.topics.get_by_id(topic_id)
-                if name is None or name.name not in readable and name.name not in set(
-                        authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, [name.name])):
-                    results[(topic_id, index)] = _partition(index, node, error=ErrorCode.UNKNOWN_TOPIC_ID
-                                                            if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                    continue
-                outcome = shares.fetch(req.group_id, req.member_id, topic_id, index, max_records, max(budget, 1),
-                                       mode)
-                previous = results.get((topic_id, index))
-                ack_error = previous["acknowledge_error_code"] if previous else ErrorCode.NONE
-                if outcome.error != ErrorCode.NONE or outcome.acquired or previous:
-                    results[(topic_id, index)] = _partition(index, node, error=outcome.error, ack_error=ack_error,
-                                                            acquired=outcome.acquired, records=outcome.records or b"")
-                if outcome.acquired:
-                    fetched = True
-                    budget -= len(outcome.records or b"")
-                    max_records -= sum(r.last_offset - r.first_offset + 1 for r in outcome.acquired)
-                    if max_records <= 0 or budget <= 0:
-                        break
-            if fetched or trio.current_time() >= deadline:
+            if acquire_round() or trio.current_time() >= deadline:
                 break
             with trio.move_on_at(deadline):
                 await waiter.wait()
+    for key, error in acknowledged.items():
+        results.setdefault(key, _partition(key[1], node))["acknowledge_error_code"] = error
     by_topic: dict[Any, list[dict[str, Any]]] = {}
     for (topic_id, _index), partition in results.items():
         by_topic.setdefault(topic_id, []).append(partition)

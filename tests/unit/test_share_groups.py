@@ -108,6 +108,10 @@ def test_the_record_limit_mode_stops_at_max_records() -> None:
     assert sp.acquire("a", [(0, 66)], 20, 0, RECORD_LIMIT) == [AcquiredRange(0, 19, 1)]
     assert sp.next_fetch_offset() == 20
     assert sp.acquire("b", [(0, 66)], 20, 0, RECORD_LIMIT) == [AcquiredRange(20, 39, 1)]
+    # The batch is in flight whole: its other records are available, not past the records acquired.
+    assert sp.end_offset == 67 and sp.counts()["AVAILABLE"] == 27
+    assert sp.acknowledge("a", 60, 61, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 60, 67, [ACCEPT]) == ErrorCode.INVALID_REQUEST
 
 
 def test_a_record_released_inside_a_batch_is_read_again_from_its_batch() -> None:
