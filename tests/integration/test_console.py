@@ -118,15 +118,6 @@ def test_groups_of_every_type_with_their_members_and_lag(minibroker_server: Brok
         shared.close()
 
 
-@pytest.mark.minibroker(console=True)
-def test_the_docs_snippet_runs(minibroker_server: BrokerThread) -> None:
-    doc = Path(__file__).resolve().parents[2] / "docs" / "console.md"
-    [snippet] = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
-    scope: dict[str, Any] = {}
-    exec(compile(snippet, str(doc), "exec"), scope)
-    scope["test_my_topic_shows_in_the_console"](minibroker_server)
-
-
 def _order_class() -> Any:
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
