@@ -191,3 +191,14 @@ def test_the_console_off_loopback_needs_a_password() -> None:
     with pytest.raises(ValueError, match="--console-password-file"):
         BrokerConfig(console="0.0.0.0:8080").validate()
     BrokerConfig(console="0.0.0.0:8080", console_password_file="pw").validate()
+
+
+def test_the_shipped_htmx_is_the_pinned_release_with_its_licence() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pinned = re.search(r"^HTMX_VERSION=(\S+)$", (root / "scripts/update-htmx.sh").read_text(), re.M).group(1)
+    static = root / "broker/http/console/static"
+    assert f'version:"{pinned}"' in (static / "htmx.min.js").read_text()
+    assert (static / "htmx-LICENSE.txt").read_text().startswith("Zero-Clause BSD")
