@@ -6,6 +6,7 @@ broker serving, HTTP Basic for scripts, and the refusal to start off loopback wi
 from __future__ import annotations
 
 import base64
+import html
 import http.cookiejar
 import json
 import re
@@ -244,3 +245,22 @@ def test_the_live_trace_stream_sends_a_clients_requests(minibroker_server: Broke
         while b"PRODUCE v" not in received and time.monotonic() < deadline:
             received += stream.read1(65536)
     assert b"event: row" in received and b"PRODUCE v" in received and client_id.encode() in received
+
+
+@pytest.mark.parametrize("security", ["SSL", "SASL_SSL"])
+def test_a_secured_broker_is_read_with_its_own_credentials(tmp_path: Path, security: str) -> None:
+    """The console connects as the broker's own connections do: TLS with the listener's trust store, SASL with
+    the username and password of the listener's JAAS config; without them its pages say so (502)."""
+    own = {"listener.name.sasl_ssl.plain.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
+           'required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'}
+    with BrokerThread(tmp_path / "b", console=True, security=security, users={"alice": "alice-secret"},
+                      security_settings=own if security == "SASL_SSL" else {}) as broker:
+        status, body = Browserless(broker.console_url).get("/topics")
+        assert status == 200 and "<h1>Topics" in body
+    if security == "SASL_SSL":
+        with BrokerThread(tmp_path / "c", console=True, security=security, users={"alice": "alice-secret"}) as broker:
+            status, body = Browserless(broker.console_url).get("/topics")
+            assert status == 502 and "username=" in html.unescape(message_of(body))
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap, **broker.kafka_python("alice"))
+            producer.send("still-served", b"x").get(30)  # the broker serves its clients all the same
+            producer.close()

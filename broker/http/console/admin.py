@@ -185,7 +185,7 @@ class ClusterAdmin:
         self.broker = broker
         self.client_id = client_id
         self._connections: dict[int, _NodeConnection] = {}
-        self._security, self._listener = _client_side(broker)
+        self._security, self._listener, self._unusable = _client_side(broker)
 
     # -- connections -------------------------------------------------------------------------------------------
     @property
@@ -207,6 +207,8 @@ class ClusterAdmin:
         return address
 
     def _connection(self, node_id: int) -> _NodeConnection:
+        if self._unusable is not None:
+            raise AdminError(self._unusable)
         address = self.address(node_id)
         if address is None:
             raise AdminError(f"broker {node_id} is not reachable (not alive, or without the inter-broker listener)")
@@ -223,6 +225,8 @@ class ClusterAdmin:
 
     def session(self, node_id: int) -> Session:
         """A connection of its own (a live tail's long polls must not hold up the pages' requests)."""
+        if self._unusable is not None:
+            raise AdminError(self._unusable)
         address = self.address(node_id)
         if address is None:
             raise AdminError(f"broker {node_id} is not reachable")
@@ -603,18 +607,24 @@ def _config_source(code: int) -> str:
     return _CONFIG_SOURCES.get(code, "unknown")
 
 
-def _client_side(broker: Any) -> tuple[Any, str | None]:
-    """TLS and SASL of the console's connections (the cluster's own, as the brokers connect to each other), and
-    the listener they go to."""
+def _client_side(broker: Any) -> tuple[Any, str | None, str | None]:
+    """TLS and SASL of the console's connections (the cluster's own, as the brokers connect to each other), the
+    listener they go to, and why they cannot be made (None: they can)."""
     if broker.replicas is not None:
-        return broker.cluster.client_security, broker.cluster.inter_broker_listener
+        return broker.cluster.client_security, broker.cluster.inter_broker_listener, None
+    config = broker.config
     try:
-        listener = broker.config.inter_broker_listener()
-    except ValueError:
-        return None, None  # no listener of security.inter.broker.protocol: the first listener, as PLAINTEXT
-    if broker.config.listener_protocol(listener) == "PLAINTEXT":
-        return None, listener.name
-    from broker.security.client_side import inter_broker_security
+        listener = config.inter_broker_listener()
+    except ValueError:  # a single broker with no listener of security.inter.broker.protocol: its first one
+        listener = config.listeners[0]
+    protocol = config.listener_protocol(listener)
+    if protocol == "PLAINTEXT":
+        return None, listener.name, None
+    from broker.security.client_side import client_security
+    from broker.security.listener_security import SecurityConfigError, SecurityProtocol
 
-    return inter_broker_security(broker.config), listener.name
-
+    try:
+        return client_security(listener.name, SecurityProtocol(protocol), config.security), listener.name, None
+    except SecurityConfigError as exc:
+        return None, listener.name, f"the console connects to listener {listener.name} as the broker's own " \
+                                    f"connections do, and cannot: {exc}"
