@@ -229,6 +229,13 @@ def test_the_console_refuses_to_start_off_loopback_without_a_password(tmp_path: 
                              "--console", "0.0.0.0:0"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "--console-password-file" in result.stderr
+    empty = tmp_path / "empty-password"
+    empty.write_text("\n")
+    for password_file, reason in ((tmp_path / "missing", "No such file"), (empty, "the first line is empty")):
+        result = subprocess.run([sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--data-dir",
+                                 str(tmp_path / "data"), "--console", "0.0.0.0:0", "--console-password-file",
+                                 str(password_file)], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1 and reason in result.stderr, result.stderr[-2000:]
 
 
 @pytest.mark.minibroker(console=True)
