@@ -448,7 +448,12 @@ class BrokerConfig:
     def validate(self) -> None:
         check_release(self.kafka_version)
         if self.console is not None:
-            host, _ = parse_host_port(self.console, default_port=CONSOLE_PORT)
+            host, port = parse_host_port(self.console, default_port=CONSOLE_PORT)
+            others = {"--admin-listen": (self.admin_listen, 0), "--schema-registry": (self.schema_registry, 8081)}
+            for flag, (address, default_port) in others.items():
+                # Its pages' paths (/topics, /groups ...) are the admin endpoint's too: an address of its own.
+                if address and port and parse_host_port(address, default_port=default_port) == (host, port):
+                    raise ValueError(f"--console {self.console} is also {flag}'s address: give it one of its own")
             if not is_loopback(host) and not self.console_password_file:
                 raise ValueError(f"--console {self.console} is reachable from other machines and the console can "
                                  "change data: give it a password with --console-password-file FILE (or bind it "

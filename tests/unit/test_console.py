@@ -191,6 +191,11 @@ def test_the_console_off_loopback_needs_a_password() -> None:
     with pytest.raises(ValueError, match="--console-password-file"):
         BrokerConfig(console="0.0.0.0:8080").validate()
     BrokerConfig(console="0.0.0.0:8080", console_password_file="pw").validate()
+    with pytest.raises(ValueError, match="one of its own"):
+        BrokerConfig(console="127.0.0.1:9644", admin_listen="127.0.0.1:9644").validate()
+    with pytest.raises(ValueError, match="one of its own"):
+        BrokerConfig(console="127.0.0.1:8081", schema_registry="127.0.0.1").validate()
+    BrokerConfig(console="127.0.0.1:0", admin_listen="127.0.0.1:0").validate()  # port 0: a port of its own each
 
 
 def test_the_shipped_htmx_is_the_pinned_release_with_its_licence() -> None:
