@@ -101,10 +101,6 @@ class Tracer:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # a watcher that does not keep up misses events; the broker never waits for it
 
-    @property
-    def watched(self) -> bool:
-        return bool(self._watchers)
-
     def watch(self, buffer: int = 1000) -> trio.MemoryReceiveChannel[dict[str, Any]]:
         """The events from now on, until `unwatch`."""
         send, receive = trio.open_memory_channel[dict[str, Any]](buffer)
