@@ -207,3 +207,28 @@ def test_the_shipped_htmx_is_the_pinned_release_with_its_licence() -> None:
     static = root / "broker/http/console/static"
     assert f'version:"{pinned}"' in (static / "htmx.min.js").read_text()
     assert (static / "htmx-LICENSE.txt").read_text().startswith("Zero-Clause BSD")
+
+
+def test_the_trace_keeps_the_newest_events_and_never_waits_for_a_watcher() -> None:
+    import trio
+
+    from broker.observability.trace import Tracer
+
+    tracer = Tracer(keep=3)
+    for n in range(5):
+        tracer.write({"n": n})
+    assert [e["n"] for e in tracer.recent] == [2, 3, 4]
+
+    async def main() -> None:
+        slow = tracer.watch(buffer=2)
+        for n in range(5, 10):
+            tracer.write({"n": n})  # the third on is dropped for this watcher: write never blocks
+        assert [slow.receive_nowait()["n"] for _ in range(2)] == [5, 6]
+        with pytest.raises(trio.WouldBlock):
+            slow.receive_nowait()
+        tracer.unwatch(slow)
+        tracer.write({"n": 10})
+        assert [e["n"] for e in tracer.recent] == [8, 9, 10]
+
+    trio.run(main)
+    tracer.close()
