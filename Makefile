@@ -1,4 +1,4 @@
-# minibroker: `make run` starts a broker on localhost:9092, `make test` installs what is missing and tests.
+# minibroker: `make run` starts a broker on localhost:9092 (its schema registry on localhost:8081), `make test` installs what is missing and tests.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -28,7 +28,7 @@ bytecode: install
 	@$(PY) -m compileall -q broker protocol coordinator zk > /dev/null
 
 run: install bytecode
-	$(PY) -m broker $(ARGS)
+	$(PY) -m broker --schema-registry 127.0.0.1:8081 $(ARGS)
 
 # A local cluster: ZooKeeper (Debian's package) and three brokers on localhost:9092-9094, data under
 # data/cluster; Ctrl-C stops it. Broker options: make cluster ARGS="--override min.insync.replicas=2".

@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a Kafka-named option, e.g. -o log.retention.ms=60000 (repeatable)")
     p.add_argument("--admin-listen", metavar="HOST:PORT",
                    help="serve the admin HTTP endpoint (fault injection rules for tests) here; off by default")
+    p.add_argument("--schema-registry", metavar="HOST:PORT",
+                   help="serve a schema registry (Confluent Schema Registry's REST API, schemas stored in the "
+                        "_schemas topic) here; off by default")
     p.add_argument("--trace", metavar="FILE",
                    help="write a decoded protocol trace (one JSON line per request and response) to FILE")
     p.add_argument("--kafka-version", metavar="RELEASE",
@@ -90,6 +93,9 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     if args.admin_listen is not None:
         parse_host_port(args.admin_listen, default_port=0)  # refuse a malformed address now
         config.admin_listen = args.admin_listen
+    if args.schema_registry is not None:
+        parse_host_port(args.schema_registry, default_port=8081)  # refuse a malformed address now
+        config.schema_registry = args.schema_registry
     config.validate()
     return config
 
@@ -105,8 +111,8 @@ async def _serve(config: BrokerConfig) -> None:
             await nursery.start(server.run)
             addresses = ", ".join(f"{h}:{p}" for h, p in server.listen_addresses)
             extra = f", broker id {config.broker_id}" if config.cluster_mode else ""
-            if server.admin_address is not None:
-                extra += f", admin http://{server.admin_address[0]}:{server.admin_address[1]}"
+            for name, (host, port) in server.http_addresses.items():
+                extra += f", {name} http://{host}:{port}"
             print(f"minibroker ready on {addresses} (data dir {config.data_dir}{extra})", file=sys.stderr, flush=True)
 
             async def watch_signals() -> None:

@@ -283,6 +283,7 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 @dataclass(slots=True)
 class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
+    schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)

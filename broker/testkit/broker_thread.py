@@ -32,12 +32,16 @@ class BrokerThread:
     SCRAM users; `{"alice": "secret"}`), a throw-away CA and certificates (broker.testkit.security), and
     `client_auth` none|requested|required for SSL; `kafka_python()`, `confluent()` and `aiokafka()` give the
     clients' settings for it. `security_settings` adds Kafka-named settings (`connections.max.reauth.ms`...).
+
+    `schema_registry=True` (or "HOST:PORT") serves a schema registry beside it: `schema_registry_url`.
     """
 
     def __init__(self, data_dir: Path | str, *, security: str | None = None, users: dict[str, str] | None = None,
                  client_auth: str = "none", security_settings: dict[str, str] | None = None,
                  sasl_mechanisms: tuple[str, ...] | None = None, fsync: str = "none", **config: Any) -> None:
         self.data_dir = Path(data_dir)
+        if config.get("schema_registry") is True:
+            config["schema_registry"] = "127.0.0.1:0"
         self._config_changes = {"fsync": fsync, **config}
         self.security: Any = None  # broker.testkit.security.SecurityKit of a secured listener
         self._security_settings = dict(security_settings or {})
@@ -364,6 +368,15 @@ class BrokerThread:
         host, port = server.admin_address
         return f"http://{host}:{port}"
 
+    @property
+    def schema_registry_url(self) -> str:
+        """http://HOST:PORT of its schema registry (start the broker with schema_registry=True)."""
+        server = self._require_server()
+        if server.schema_registry_address is None:
+            raise RuntimeError("the broker runs without a schema registry (schema_registry=True)")
+        host, port = server.schema_registry_address
+        return f"http://{host}:{port}"
+
     def _require_server(self) -> Any:
         if self._server is None:
             raise RuntimeError("broker is not running")
@@ -386,7 +399,8 @@ class BrokerThread:
 
 
 _READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
-_ADMIN = re.compile(r"admin (http://\S+?)\)")
+_ADMIN = re.compile(r"admin (http://[^\s,)]+)")
+_SCHEMA_REGISTRY = re.compile(r"schema-registry (http://[^\s,)]+)")
 
 
 class BrokerProcess:
@@ -400,6 +414,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.log_lines: list[str] = []
         self.admin_url: str | None = None
+        self.schema_registry_url: str | None = None  # started with --schema-registry
 
     @property
     def bootstrap(self) -> str:
@@ -420,6 +435,8 @@ class BrokerProcess:
                     self.port = int(m.group(2))
                     admin = _ADMIN.search(line)
                     self.admin_url = admin.group(1) if admin else None
+                    registry = _SCHEMA_REGISTRY.search(line)
+                    self.schema_registry_url = registry.group(1) if registry else None
                     ready.set()
             ready.set()
 

@@ -39,13 +39,14 @@ LIST_PARTITION_REASSIGNMENTS = 46
 class MinibrokerCluster:
     def __init__(self, data_dir: Path | str, brokers: int = 3, *, zookeeper: str | None = None,
                  extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
-                 chroot: str | None = None) -> None:
+                 chroot: str | None = None, schema_registry: bool = False) -> None:
         """`zookeeper`: HOST:PORT of a running ZooKeeper (a chroot of this cluster's own is used under it);
         None starts one (its data under `data_dir`). `extra_args` go to every broker (e.g. "--override",
-        "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free ports)."""
+        "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free ports).
+        `schema_registry`: every broker serves a schema registry (`schema_registry_urls`)."""
         self.data_dir = Path(data_dir)
         self.broker_ids = list(range(first_id, first_id + brokers))
-        self.extra_args = tuple(extra_args)
+        self.extra_args = tuple(extra_args) + (("--schema-registry", "127.0.0.1:0") if schema_registry else ())
         self.first_port = first_port
         self._zk_address = zookeeper
         self._zk_server: Any = None
@@ -99,6 +100,16 @@ class MinibrokerCluster:
     def bootstrap(self) -> str:
         """Every running broker's address, comma-separated (what clients take as bootstrap.servers)."""
         return ",".join(b.bootstrap for b in self.brokers.values() if b.running)
+
+    @property
+    def schema_registry_urls(self) -> dict[int, str]:
+        """{broker id: URL of its schema registry}, of the running brokers (a restarted one has a new port)."""
+        return {i: b.schema_registry_url for i, b in self.brokers.items() if b.running and b.schema_registry_url}
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The running brokers' registries, comma-separated (confluent-kafka's `url` takes several)."""
+        return ",".join(self.schema_registry_urls.values())
 
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> int:
         """SIGTERM: a controlled shutdown (its leaderships move first); returns its exit status."""

@@ -37,8 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(**config): BrokerConfig settings for the minibroker fixture "
                                        "broker of this test, e.g. minibroker(kafka_version='3.9'), and a secured "
                                        "listener: minibroker(security='SASL_SSL', users={'alice': 'secret'})")
-    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=()): the minibroker_cluster fixture's "
-                                       "size and the command-line options of its brokers")
+    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=(), schema_registry=False): the "
+                                       "minibroker_cluster fixture's size, its brokers' command-line options, "
+                                       "and whether they serve a schema registry")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -120,7 +121,8 @@ def minibroker_cluster(request: pytest.FixtureRequest, minibroker_zookeeper: str
     options = dict(marker.kwargs) if marker is not None else {}
     cluster = MinibrokerCluster(tmp_path_factory.mktemp("minibroker-cluster"), options.get("brokers", 3),
                                 zookeeper=minibroker_zookeeper,
-                                extra_args=(*CLUSTER_DEFAULT_ARGS, *options.get("args", ())))
+                                extra_args=(*CLUSTER_DEFAULT_ARGS, *options.get("args", ())),
+                                schema_registry=options.get("schema_registry", False))
     cluster.start()
     try:
         yield cluster
