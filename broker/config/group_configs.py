@@ -49,6 +49,16 @@ def _one_of(*choices: str) -> Callable[[str, BrokerConfig], str | None]:
     return check
 
 
+def _boolean(value: str, config: BrokerConfig) -> str | None:
+    return None if value.lower() in ("true", "false") else "Expected value to be either true or false"
+
+
+def _tags(value: str, config: BrokerConfig) -> str | None:
+    tags = [t.strip() for t in value.split(",") if t.strip()]
+    return "streams.rack.aware.assignment.tags must not contain duplicate tag keys." \
+        if len(tags) != len(set(tags)) else None
+
+
 def _reset(value: str, config: BrokerConfig) -> str | None:
     if value in ("latest", "earliest") or _DURATION.match(value):
         return None
@@ -69,6 +79,24 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("share.auto.offset.reset", lambda c: "latest", _reset, 2),
     GroupConfigDef("share.isolation.level", lambda c: "read_uncommitted",
                    _one_of("read_committed", "read_uncommitted"), 2),
+    # Streams groups (KIP-1071): Kafka 4.4's defaults and bounds of the broker's group.streams.* settings
+    # (coordinator/streams_group_coordinator.StreamsGroupConfig).
+    GroupConfigDef("streams.session.timeout.ms", lambda c: "45000",
+                   _int_between(lambda c: 45_000, lambda c: 60_000), 3),
+    GroupConfigDef("streams.heartbeat.interval.ms", lambda c: "5000",
+                   _int_between(lambda c: 5_000, lambda c: 15_000), 3),
+    GroupConfigDef("streams.num.standby.replicas", lambda c: "0", _int_between(lambda c: 0, lambda c: 2), 3),
+    GroupConfigDef("streams.initial.rebalance.delay.ms", lambda c: "3000",
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3),
+    GroupConfigDef("streams.assignment.interval.ms", lambda c: "1000", _int_between(lambda c: 0, lambda c: 15_000), 3),
+    GroupConfigDef("streams.rack.aware.assignment.tags", lambda c: "", _tags, 7),
+    GroupConfigDef("streams.assignor.offload.enable", lambda c: "true", _boolean, 1),
+    GroupConfigDef("streams.task.offset.interval.ms", lambda c: "60000",
+                   _int_between(lambda c: 15_000, lambda c: 2**31 - 1), 3),
+    GroupConfigDef("streams.num.warmup.replicas", lambda c: "2", _int_between(lambda c: 0, lambda c: 20), 3),
+    GroupConfigDef("streams.acceptable.recovery.lag", lambda c: "10000",
+                   _int_between(lambda c: 0, lambda c: 2**63 - 1), 5),
+    GroupConfigDef("streams.assignor.name", lambda c: "", _one_of("sticky"), 2),
 )}
 
 
@@ -82,6 +110,11 @@ class GroupConfigs:
 
     def get(self, group_id: str, name: str) -> str | None:
         return self.overrides.get(group_id, {}).get(name)
+
+    def value(self, group_id: str, name: str) -> str:
+        """A group config's value: the group's own, else the default."""
+        own = self.get(group_id, name)
+        return own if own is not None else GROUP_CONFIGS[name].default(self.config)
 
     def effective(self, group_id: str) -> dict[str, tuple[str, bool]]:
         """{name: (value, overridden)} of every group config."""
@@ -97,6 +130,11 @@ class GroupConfigs:
             problem = definition.check(value, self.config)
             if problem is not None:
                 raise GroupConfigError(f"Invalid value {value} for configuration {name}: {problem}")
+        session = int(overrides.get("streams.session.timeout.ms", "45000"))
+        heartbeat = int(overrides.get("streams.heartbeat.interval.ms", "5000"))
+        if session <= heartbeat:  # Kafka's validateSessionExceedsHeartbeat
+            raise GroupConfigError(f"streams.session.timeout.ms ({session}) must be greater than "
+                                   f"streams.heartbeat.interval.ms ({heartbeat})")
         if validate_only:
             return
         if overrides:

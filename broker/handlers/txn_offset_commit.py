@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.handlers.offset_commit import check_member_epoch
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.services.internal_topics import partition_for
 from broker.services.topics import OFFSETS_TOPIC, TopicError
@@ -69,13 +70,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     member_id = req.member_id if version >= 3 else ""
     instance_id = req.group_instance_id if version >= 3 else None
     generation = req.generation_id if version >= 3 else -1
-    if known and req.group_id in groups.consumer.groups:
-        # A KIP-848 consumer group checks the member epoch; the offsets are pending like any group's.
-        error = groups.consumer.validate_offset_commit(req.group_id, member_id, instance_id, generation, True,
-                                                       version)
-        if error != ErrorCode.NONE:
-            errors.update(dict.fromkeys(known, error))
-            known = {}
+    if known and (modern := groups.modern_coordinator(req.group_id)) is not None:
+        # A KIP-848 consumer or KIP-1071 streams group checks the member epoch; the offsets are pending like
+        # any group's.
+        refused = check_member_epoch(modern.validate_offset_commit(req.group_id, member_id, instance_id,
+                                                                   generation, True, version), known)
+        errors.update(refused)
+        known = {tp: v for tp, v in known.items() if tp not in refused}
         member_id, instance_id, generation = "", None, -1
     if known:
         errors.update(groups.coordinator.txn_commit_offsets(
