@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -145,7 +145,7 @@ class StreamsGroupMember:
 
 
 class StreamsGroup:
-    def __init__(self, group_id: str, now_ms: int = -1) -> None:
+    def __init__(self, group_id: str, now_ms: int = -1, assignment_epoch: int = 0) -> None:
         self.group_id = group_id
         self.group_epoch = 0
         self.metadata_hash = 0
@@ -153,7 +153,7 @@ class StreamsGroup:
         self.last_assignment_configs: dict[str, str] = {}
         self.stored_description_epoch = -1  # KIP-1331's plugin state, kept as written
         self.failed_description_epoch = -1
-        self.assignment_epoch = 0
+        self.assignment_epoch = assignment_epoch
         self.assignment_timestamp_ms = 0
         self.topology: StreamsTopology | None = None
         self.configured_topology: ConfiguredTopology | None = None  # in memory, recomputed after a load
@@ -381,16 +381,18 @@ def group_tombstones(group: StreamsGroup) -> list[GroupRecord]:
     return records
 
 
-def replay(groups: dict[str, StreamsGroup], record: GroupRecord, now_ms: int) -> None:
+def replay(groups: dict[str, StreamsGroup], record: GroupRecord, now_ms: int,
+           new_group: Callable[[str, int], StreamsGroup] = StreamsGroup) -> None:
     """Apply one record (Kafka's GroupMetadataManager.replay for the streams group types); tombstones for a
-    group or member that does not exist are ignored."""
+    group or member that does not exist are ignored. `new_group(group_id, now_ms)` makes a group a record
+    names first."""
     kind, key, value = record
     group_id = key["group_id"]
     group = groups.get(group_id)
     if group is None:
         if value is None:
             return
-        group = groups[group_id] = StreamsGroup(group_id, now_ms)
+        group = groups[group_id] = new_group(group_id, now_ms)
     if kind is GroupRecordType.STREAMS_GROUP_METADATA:
         if value is None:
             if group.members or group.target_assignment:

@@ -82,6 +82,12 @@ class StreamsGroupConfig:
     acceptable_recovery_lag: int = 10_000
     num_warmup_replicas: int = 2
     assignor: str = "sticky"
+    static_members: bool = True  # Kafka 4.4; 4.2 and 4.3 refuse instance ids
+    # A new group's target assignment epoch before its first assignment (4.3 on: 1, Kafka's
+    # TargetAssignmentMetadata.INITIAL; 4.2: 0), and whether the last member's leave sets the (empty) target
+    # assignment to the new group epoch (4.4).
+    initial_assignment_epoch: int = 1
+    empty_target_on_last_leave: bool = True
 
 
 _SESSION = "streams-session"
@@ -117,13 +123,16 @@ class StreamsGroupCoordinator:
                 if self.on_classic_converted is not None:
                     self.on_classic_converted(group_id)
             else:
-                replay(self.groups, record, now_ms)
+                replay(self.groups, record, now_ms, self._new_group)
+
+    def _new_group(self, group_id: str, now_ms: int) -> StreamsGroup:
+        return StreamsGroup(group_id, now_ms, self.config(group_id).initial_assignment_epoch)
 
     def load(self, records: Iterable[GroupRecord], now_ms: int) -> None:
         """Replay `__consumer_offsets` records after a restart; members get a fresh session (Kafka's onLoaded)."""
         for record in records:
             try:
-                replay(self.groups, record, now_ms)
+                replay(self.groups, record, now_ms, self._new_group)
             except (RuntimeError, KeyError, ValueError) as exc:
                 log.warning("skipping a streams group record: %s", exc)
         for group in self.groups.values():
@@ -169,6 +178,8 @@ class StreamsGroupCoordinator:
     def heartbeat(self, request: HeartbeatRequest, now_ms: int) -> StreamsHeartbeatResult:
         try:
             validate_request(request)
+            if request.instance_id is not None and not self.config(request.group_id).static_members:
+                raise GroupError(ErrorCode.INVALID_REQUEST, "Static membership is not yet supported.")
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request, now_ms)
             return self._heartbeat(request, now_ms)
@@ -192,7 +203,7 @@ class StreamsGroupCoordinator:
         if other == "classic-empty":
             records.append((GroupRecordType.GROUP_METADATA, {"group_id": group_id}, None))
             log.info("[GroupId %s] Converted the empty classic group to a streams group.", group_id)
-        return StreamsGroup(group_id, now_ms)
+        return self._new_group(group_id, now_ms)
 
     def _heartbeat(self, r: HeartbeatRequest, now_ms: int) -> StreamsHeartbeatResult:
         records: list[GroupRecord] = []
@@ -252,7 +263,7 @@ class StreamsGroupCoordinator:
 
         group_epoch = group.group_epoch
         if bump:
-            group_epoch += 1
+            group_epoch = group_epoch + 1 if group_epoch else 2  # a new group's first epoch is 2, as in Kafka
             records.append(metadata_record(group, group_epoch, metadata_hash, validated, configs))
             log.info("[GroupId %s][MemberId %s] Bumped streams group epoch to %d with validated topology epoch %d.",
                      r.group_id, updated.member_id, group_epoch, validated)
@@ -413,7 +424,7 @@ class StreamsGroupCoordinator:
         if (_INITIAL_DELAY, group.group_id, "") in self.timers:
             statuses.append(Status(StreamsStatus.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured "
                                    "initial rebalance delay."))
-            return group.assignment_epoch, TasksTuple()
+            return max(1, group.assignment_epoch), TasksTuple()
         members = {mid: m for mid, m in group.members.items() if m.instance_id is None
                    or group.static_members.get(m.instance_id) == mid}
         previous = group.static_members.get(member.instance_id) if member.instance_id is not None else None
@@ -524,8 +535,11 @@ class StreamsGroupCoordinator:
     def _fence(self, group: StreamsGroup, member: StreamsGroupMember, now_ms: int) -> None:
         """Kafka's streamsGroupFenceMember: the member's records deleted and the group epoch bumped."""
         records = member_tombstones(group.group_id, member.member_id)
-        records.append(metadata_record(group, group.group_epoch + 1, group.metadata_hash,
-                                       group.validated_topology_epoch, group.last_assignment_configs))
+        epoch = group.group_epoch + 1
+        records.append(metadata_record(group, epoch, group.metadata_hash, group.validated_topology_epoch,
+                                       group.last_assignment_configs))
+        if len(group.members) == 1 and self.config(group.group_id).empty_target_on_last_leave:
+            records.append(target_metadata_record(group.group_id, epoch, group.assignment_timestamp_ms))
         self._commit(group.group_id, records, now_ms)
         self._cancel_timers(group.group_id, member.member_id)
 

@@ -41,7 +41,7 @@ class StreamsHeartbeatResult:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     task_offset_interval_ms: int = 0
-    acceptable_recovery_lag: int = 0
+    acceptable_recovery_lag: int = -1  # -1: not told (as a leave's answer)
     statuses: list[Status] = field(default_factory=list)
     tasks: TasksTuple | None = None  # None: unchanged, not sent
     endpoint_information_epoch: int = 0

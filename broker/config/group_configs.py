@@ -25,7 +25,9 @@ class GroupConfigDef:
     name: str
     default: Callable[[BrokerConfig], str]
     check: Callable[[str, BrokerConfig], str | None]  # an error message, or None
-    kind: int  # DescribeConfigs ConfigType: 3 INT, 2 STRING
+    kind: int  # DescribeConfigs ConfigType: 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 7 LIST
+    since: str = "4.0"  # the first release with it
+    described: bool = True  # DescribeConfigs lists it (Kafka 4.4 keeps a few streams settings internal)
 
 
 def _int_between(lo: Callable[[BrokerConfig], int], hi: Callable[[BrokerConfig], int]
@@ -82,21 +84,24 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     # Streams groups (KIP-1071): Kafka 4.4's defaults and bounds of the broker's group.streams.* settings
     # (coordinator/streams_group_coordinator.StreamsGroupConfig).
     GroupConfigDef("streams.session.timeout.ms", lambda c: "45000",
-                   _int_between(lambda c: 45_000, lambda c: 60_000), 3),
+                   _int_between(lambda c: 45_000, lambda c: 60_000), 3, since="4.1"),
     GroupConfigDef("streams.heartbeat.interval.ms", lambda c: "5000",
-                   _int_between(lambda c: 5_000, lambda c: 15_000), 3),
-    GroupConfigDef("streams.num.standby.replicas", lambda c: "0", _int_between(lambda c: 0, lambda c: 2), 3),
+                   _int_between(lambda c: 5_000, lambda c: 15_000), 3, since="4.1"),
+    GroupConfigDef("streams.num.standby.replicas", lambda c: "0", _int_between(lambda c: 0, lambda c: 2), 3,
+                   since="4.1"),
     GroupConfigDef("streams.initial.rebalance.delay.ms", lambda c: "3000",
-                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3),
-    GroupConfigDef("streams.assignment.interval.ms", lambda c: "1000", _int_between(lambda c: 0, lambda c: 15_000), 3),
-    GroupConfigDef("streams.rack.aware.assignment.tags", lambda c: "", _tags, 7),
-    GroupConfigDef("streams.assignor.offload.enable", lambda c: "true", _boolean, 1),
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, since="4.2"),
+    GroupConfigDef("streams.assignment.interval.ms", lambda c: "1000", _int_between(lambda c: 0, lambda c: 15_000),
+                   3, since="4.3"),
+    GroupConfigDef("streams.rack.aware.assignment.tags", lambda c: "", _tags, 7, since="4.4"),
+    GroupConfigDef("streams.assignor.offload.enable", lambda c: "true", _boolean, 1, since="4.3", described=False),
     GroupConfigDef("streams.task.offset.interval.ms", lambda c: "60000",
-                   _int_between(lambda c: 15_000, lambda c: 2**31 - 1), 3),
-    GroupConfigDef("streams.num.warmup.replicas", lambda c: "2", _int_between(lambda c: 0, lambda c: 20), 3),
+                   _int_between(lambda c: 15_000, lambda c: 2**31 - 1), 3, since="4.4", described=False),
+    GroupConfigDef("streams.num.warmup.replicas", lambda c: "2", _int_between(lambda c: 0, lambda c: 20), 3,
+                   since="4.4", described=False),
     GroupConfigDef("streams.acceptable.recovery.lag", lambda c: "10000",
-                   _int_between(lambda c: 0, lambda c: 2**63 - 1), 5),
-    GroupConfigDef("streams.assignor.name", lambda c: "", _one_of("sticky"), 2),
+                   _int_between(lambda c: 0, lambda c: 2**63 - 1), 5, since="4.4", described=False),
+    GroupConfigDef("streams.assignor.name", lambda c: "sticky", _one_of("sticky"), 2, since="4.4"),
 )}
 
 
@@ -116,15 +121,23 @@ class GroupConfigs:
         own = self.get(group_id, name)
         return own if own is not None else GROUP_CONFIGS[name].default(self.config)
 
+    def known(self) -> dict[str, GroupConfigDef]:
+        """The group configs of the profile's release."""
+        from broker.config.kafka_versions import check_release, release_key
+
+        release = release_key(check_release(self.config.kafka_version))
+        return {name: d for name, d in GROUP_CONFIGS.items() if release >= release_key(d.since)}
+
     def effective(self, group_id: str) -> dict[str, tuple[str, bool]]:
-        """{name: (value, overridden)} of every group config."""
+        """{name: (value, overridden)} of every group config DescribeConfigs lists."""
         own = self.overrides.get(group_id, {})
         return {name: (own[name], True) if name in own else (d.default(self.config), False)
-                for name, d in GROUP_CONFIGS.items()}
+                for name, d in self.known().items() if d.described}
 
     def alter(self, group_id: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> None:
+        known = self.known()
         for name, value in overrides.items():
-            definition = GROUP_CONFIGS.get(name)
+            definition = known.get(name)
             if definition is None:
                 raise GroupConfigError(f"Unknown group config name: {name}")
             problem = definition.check(value, self.config)

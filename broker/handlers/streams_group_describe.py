@@ -12,30 +12,37 @@ from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names, authorized_operations
 from coordinator.streams_group import StreamsGroup, StreamsGroupMember, TasksTuple
 from coordinator.streams_heartbeat import task_ids
-from coordinator.streams_topology import InternalTopic
+from coordinator.streams_topology import InternalTopic, TopicInfo
 from protocol.header import ErrorCode
 
 NOT_REQUESTED, NOT_STORED = 0, 1  # TopologyDescriptionStatus
 
 
-def _topic_info(topic: InternalTopic) -> dict[str, Any]:
-    return {"name": topic.name, "partitions": topic.partitions, "replication_factor": topic.replication_factor or 0,
+def _topic_info(topic: InternalTopic | TopicInfo) -> dict[str, Any]:
+    replication = topic.replication_factor or 0
+    return {"name": topic.name, "partitions": topic.partitions, "replication_factor": replication,
             "topic_configs": [{"key": k, "value": v} for k, v in sorted(topic.configs)]}
 
 
 def _topology(group: StreamsGroup) -> dict[str, Any] | None:
+    """The configured topology (internal topics with their decided partition counts), or, before it could be
+    configured, the topology as the application sent it (counts 0 where the broker decides them)."""
     if group.topology is None:
         return None
     configured = group.configured_topology
-    subtopologies = None
+    sinks = {s.subtopology_id: s.repartition_sink_topics for s in group.topology.subtopologies}
+    subtopologies: list[Any]
     if configured is not None and configured.is_ready and configured.subtopologies is not None:
-        sinks = {s.subtopology_id: s.repartition_sink_topics for s in group.topology.subtopologies}
-        subtopologies = [{"subtopology_id": sid, "source_topics": sorted(s.source_topics),
-                          "repartition_sink_topics": sorted(sinks.get(sid, ())),
-                          "state_changelog_topics": [_topic_info(t) for t in s.state_changelog_topics],
-                          "repartition_source_topics": [_topic_info(t) for t in s.repartition_source_topics]}
+        subtopologies = [(sid, s.source_topics, s.state_changelog_topics, s.repartition_source_topics)
                          for sid, s in configured.subtopologies.items()]
-    return {"epoch": group.topology.epoch, "subtopologies": subtopologies}
+    else:
+        subtopologies = [(s.subtopology_id, s.source_topics, s.state_changelog_topics, s.repartition_source_topics)
+                         for s in sorted(group.topology.subtopologies, key=lambda s: s.subtopology_id)]
+    return {"epoch": group.topology.epoch, "subtopologies": [
+        {"subtopology_id": sid, "source_topics": sorted(sources), "repartition_sink_topics": sorted(sinks.get(sid, ())),
+         "state_changelog_topics": [_topic_info(t) for t in changelogs],
+         "repartition_source_topics": [_topic_info(t) for t in repartitions]}
+        for sid, sources, changelogs, repartitions in subtopologies]}
 
 
 def _tasks(tasks: TasksTuple) -> dict[str, Any]:

@@ -98,7 +98,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
             "member_id": result.member_id, "member_epoch": result.member_epoch,
             "heartbeat_interval_ms": result.heartbeat_interval_ms,
-            "acceptable_recovery_lag_legacy": min(result.acceptable_recovery_lag, INT32_MAX),
+            "acceptable_recovery_lag_legacy": min(max(result.acceptable_recovery_lag, 0), INT32_MAX),
             "task_offset_interval_ms": result.task_offset_interval_ms,
             "acceptable_recovery_lag": result.acceptable_recovery_lag, "status": statuses,
             "active_tasks": None if tasks is None else task_ids(tasks.active),

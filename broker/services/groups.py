@@ -136,22 +136,31 @@ class GroupService:
         self._wake = trio.Event()
 
     def streams_config(self, group_id: str) -> StreamsGroupConfig:
-        """A streams group's settings: Kafka 4.4's group.streams.* defaults, or the group's streams.* configs."""
+        """A streams group's settings: Kafka's group.streams.* defaults, or the group's streams.* configs, as the
+        profile's release has them (4.2: no assignment interval; 4.4: static members, task offsets reported)."""
         from broker.config.group_configs import GROUP_CONFIGS
+        from broker.config.kafka_versions import check_release, release_key
+
+        release = release_key(check_release(self.config.kafka_version))
 
         def value(name: str) -> int:
+            definition = GROUP_CONFIGS[name]
             own = self._group_config(group_id, name) if self._group_config is not None else None
-            return int(own if own is not None else GROUP_CONFIGS[name].default(self.config))
+            if own is None or release < release_key(definition.since):
+                own = definition.default(self.config)
+            return int(own)
 
+        since_44 = release >= (4, 4)
         return StreamsGroupConfig(
             session_timeout_ms=value("streams.session.timeout.ms"),
             heartbeat_interval_ms=value("streams.heartbeat.interval.ms"),
             num_standby_replicas=value("streams.num.standby.replicas"),
             initial_rebalance_delay_ms=value("streams.initial.rebalance.delay.ms"),
-            assignment_interval_ms=value("streams.assignment.interval.ms"),
-            task_offset_interval_ms=value("streams.task.offset.interval.ms"),
-            acceptable_recovery_lag=value("streams.acceptable.recovery.lag"),
-            num_warmup_replicas=value("streams.num.warmup.replicas"))
+            assignment_interval_ms=value("streams.assignment.interval.ms") if release >= (4, 3) else 0,
+            task_offset_interval_ms=value("streams.task.offset.interval.ms") if since_44 else 0,
+            acceptable_recovery_lag=value("streams.acceptable.recovery.lag") if since_44 else 0,
+            num_warmup_replicas=value("streams.num.warmup.replicas"), static_members=since_44,
+            initial_assignment_epoch=1 if release >= (4, 3) else 0, empty_target_on_last_leave=since_44)
 
     # -- which coordinator owns a group id ------------------------------------------------------------
     def other_group_type(self, group_id: str) -> str | None:

@@ -164,15 +164,15 @@ def test_standby_without_another_process_is_left_out() -> None:
 def test_first_member_creates_internal_topics_then_gets_every_task() -> None:
     c, topics, store = make(input=4)
     r = hb(c, "m1", 0, 0)
-    assert r.error == ErrorCode.NONE and r.member_epoch == 1
+    assert r.error == ErrorCode.NONE and r.member_epoch == 2  # a new group's first epoch is 2, as in Kafka
     assert [s.code for s in r.statuses] == [StreamsStatus.MISSING_INTERNAL_TOPICS]
     assert set(r.topics_to_create) == {REPARTITION, CHANGELOG} and r.tasks is not None and r.tasks.is_empty()
     assert c.groups["g"].state is StreamsGroupState.NOT_READY
     topics.add(REPARTITION, 4)
     topics.add(CHANGELOG, 4)
     c.on_topics_changed([REPARTITION, CHANGELOG])
-    r = hb(c, "m1", 1, 100, owned=owned(r))
-    assert r.statuses == [] and r.member_epoch == 2 and r.tasks is not None
+    r = hb(c, "m1", 2, 100, owned=owned(r))
+    assert r.statuses == [] and r.member_epoch == 3 and r.tasks is not None
     assert {s: sorted(p) for s, p in r.tasks.active.items()} == {"0": [0, 1, 2, 3], "1": [0, 1, 2, 3]}
     assert c.groups["g"].state is StreamsGroupState.STABLE
     kinds = [decode_group_record(k, v)[0].name for k, v in store.records]
@@ -195,14 +195,14 @@ def test_task_moves_only_after_its_owner_revoked_it() -> None:
     mine = owned(r1)
     assert count(mine["active"]) == 8
     r2 = hb(c, "m2", 0, 10)
-    assert r2.member_epoch == 2 and r2.tasks is not None and r2.tasks.is_empty()  # everything is still m1's
+    assert r2.member_epoch == 3 and r2.tasks is not None and r2.tasks.is_empty()  # everything is still m1's
     assert c.groups["g"].members["m2"].state is MemberState.UNRELEASED_TASKS
     r1 = hb(c, "m1", r1.member_epoch, 20, owned=mine)
-    assert c.groups["g"].members["m1"].state is MemberState.UNREVOKED_TASKS and r1.member_epoch == 1
+    assert c.groups["g"].members["m1"].state is MemberState.UNREVOKED_TASKS and r1.member_epoch == 2
     mine = owned(r1, mine)
     assert count(mine["active"]) == 4  # told to give half up; still in its epoch until it says it did
     r1 = hb(c, "m1", r1.member_epoch, 30, owned=mine)
-    assert r1.member_epoch == 2 and c.groups["g"].members["m1"].state is MemberState.STABLE
+    assert r1.member_epoch == 3 and c.groups["g"].members["m1"].state is MemberState.STABLE
     r2 = hb(c, "m2", r2.member_epoch, 40, owned=owned(r2))
     assert count(r2.tasks.active) == 4 and c.groups["g"].state is StreamsGroupState.STABLE
     assert set(r2.tasks.active["1"]).isdisjoint(mine["active"]["1"])
