@@ -42,10 +42,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(req, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # The group's partition must be in the transaction (AddOffsetsToTxn first), as Kafka verifies.
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
-    # The transaction coordinator's check, where it is this broker (in a cluster it is usually another one,
-    # which the producer has asked with AddOffsetsToTxn already).
+    # The transaction coordinator's check, where it is this broker; in a cluster it is usually another one,
+    # which a transaction version 1 producer has asked with AddOffsetsToTxn already, and which this broker asks
+    # to add the partition for a version 2 producer (KIP-890: it sends no AddOffsetsToTxn).
     if txns.error_for(req.transactional_id):
         error = ErrorCode.NONE
+        if version >= 5 and ctx.broker.replicas is not None:
+            added = await ctx.broker.cluster.verify_transaction(req.transactional_id, req.producer_id,
+                                                                req.producer_epoch, [partition], verify_only=False)
+            # An unreachable or moved transaction coordinator: retriable, as Kafka maps a coordinator's
+            # NOT_ENOUGH_REPLICAS.
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if added[partition] == ErrorCode.NOT_ENOUGH_REPLICAS \
+                else added[partition]
     elif version >= 5:
         # Transaction version 2: the commit adds the group's partition itself (no AddOffsetsToTxn, KIP-890).
         outcome = txns.coordinator.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
