@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from coordinator.streams_topology import ConfiguredTopology, StreamsTopology
+from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType
 
 EVENTS_KEPT = 100
@@ -203,6 +204,46 @@ class StreamsGroup:
 
     def is_subscribed_to(self, topic: str) -> bool:
         return self.topology is not None and topic in self.topology.required_topics()
+
+    # -- offsets (Kafka's StreamsGroup.validateOffsetCommit and validateOffsetFetch) ------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               transactional: bool, api_version: int
+                               ) -> ErrorCode | Callable[[str, int], ErrorCode]:
+        """An error for the whole request, or a check per partition for a member one epoch or more behind (a
+        task it still owns, assigned no later than that epoch, may still commit)."""
+        if member_epoch < 0 and not self.members:
+            return ErrorCode.NONE
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return ErrorCode.NONE
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch == member.member_epoch:
+            return ErrorCode.NONE
+        if member_epoch > member.member_epoch or self.topology is None:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        sources = self.topology.source_topic_subtopology()
+
+        def check(topic: str, partition: int) -> ErrorCode:
+            subtopology = sources.get(topic)
+            if subtopology is None:
+                return ErrorCode.STALE_MEMBER_EPOCH
+            sid = subtopology.subtopology_id
+            epoch = member.assigned.active.get(sid, {}).get(partition)
+            if epoch is None:
+                epoch = member.pending_revocation.active.get(sid, {}).get(partition)
+            return ErrorCode.STALE_MEMBER_EPOCH if epoch is None or member_epoch < epoch else ErrorCode.NONE
+        return check
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.NONE
+        member = self.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.STALE_MEMBER_EPOCH if member_epoch != member.member_epoch else ErrorCode.NONE
 
     # -- replay: the only way the group changes ----------------------------------------------------------
     def update_member(self, new: StreamsGroupMember, now_ms: int) -> None:

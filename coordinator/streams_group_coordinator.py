@@ -41,12 +41,12 @@ from coordinator.streams_group import (
     topology_record,
 )
 from coordinator.streams_heartbeat import (
-    EndpointPartitions,
     HeartbeatRequest,
     Status,
     StreamsHeartbeatResult,
     check_epoch,
     check_tasks,
+    partitions_by_endpoint,
     validate_request,
 )
 from coordinator.streams_reconciliation import Owners, next_assignment
@@ -307,7 +307,7 @@ class StreamsGroupCoordinator:
         send_tasks = r.member_epoch == 0 or tasks_changed
         partitions = None
         if group.endpoint_information_epoch != r.endpoint_information_epoch:
-            partitions = self._partitions_by_endpoint(group, configured)
+            partitions = partitions_by_endpoint(group, configured, self._partition_count)
         to_create: dict[str, InternalTopic] = {}
         if configured.error is not None:
             to_create = dict(configured.topics_to_create)
@@ -321,26 +321,6 @@ class StreamsGroupCoordinator:
             config.task_offset_interval_ms, config.acceptable_recovery_lag, statuses,
             final.assigned.tasks() if send_tasks else None,
             group.endpoint_information_epoch if existed else 0, partitions, to_create)
-
-    def _partitions_by_endpoint(self, group: StreamsGroup, configured: ConfiguredTopology
-                                ) -> list[EndpointPartitions]:
-        """Kafka's EndpointToPartitionsManager: for every member with an endpoint, the partitions of the topics
-        its active and its standby (and warm-up) tasks read."""
-        subtopologies = configured.subtopologies or {}
-
-        def partitions(tasks: Mapping[str, Iterable[int]]) -> list[tuple[str, list[int]]]:
-            out: dict[str, set[int]] = {}
-            for sub, parts in tasks.items():
-                subtopology = subtopologies.get(sub)
-                for topic in subtopology.input_topics() if subtopology is not None else ():
-                    count = self._partition_count(topic) or 0
-                    out.setdefault(topic, set()).update(p for p in parts if p < count)
-            return [(topic, sorted(ps)) for topic, ps in sorted(out.items())]
-
-        return [EndpointPartitions(m.user_endpoint, partitions(m.assigned.active),
-                                   partitions({**m.assigned.standby, **{s: m.assigned.standby.get(s, frozenset()) | p
-                                                                         for s, p in m.assigned.warmup.items()}}))
-                for m in group.members.values() if m.user_endpoint is not None]
 
     def _dynamic_member(self, group: StreamsGroup, member_id: str, epoch: int, owned: TasksTuple | None,
                         create: bool) -> StreamsGroupMember:
@@ -603,43 +583,15 @@ class StreamsGroupCoordinator:
     def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
                                transactional: bool, api_version: int
                                ) -> ErrorCode | Callable[[str, int], ErrorCode]:
-        """Kafka's StreamsGroup.validateOffsetCommit: an error for the whole request, or a check per partition
-        for a member one epoch or more behind (a task it still owns, assigned no later than that epoch)."""
+        """NONE for a group id that is not a streams group's; else the group's check (StreamsGroup)."""
         group = self.groups.get(group_id)
-        if group is None or (member_epoch < 0 and not group.members):
+        if group is None:
             return ErrorCode.NONE
-        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
-            return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch == member.member_epoch:
-            return ErrorCode.NONE
-        if member_epoch > member.member_epoch or group.topology is None:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        sources = group.topology.source_topic_subtopology()
-
-        def check(topic: str, partition: int) -> ErrorCode:
-            subtopology = sources.get(topic)
-            if subtopology is None:
-                return ErrorCode.STALE_MEMBER_EPOCH
-            sid = subtopology.subtopology_id
-            epoch = member.assigned.active.get(sid, {}).get(partition)
-            if epoch is None:
-                epoch = member.pending_revocation.active.get(sid, {}).get(partition)
-            return ErrorCode.STALE_MEMBER_EPOCH if epoch is None or member_epoch < epoch else ErrorCode.NONE
-        return check
+        return group.validate_offset_commit(member_id, instance_id, member_epoch, transactional, api_version)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         group = self.groups.get(group_id)
-        if group is None or (member_id is None and member_epoch < 0):
-            return ErrorCode.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.STALE_MEMBER_EPOCH if member_epoch != member.member_epoch else ErrorCode.NONE
+        return ErrorCode.NONE if group is None else group.validate_offset_fetch(member_id, member_epoch)
 
 
 def _recorded(records: list[GroupRecord], member_id: str) -> bool:

@@ -4,13 +4,14 @@ epoch) or the configured topology (the tasks it reports)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.consumer_group_coordinator import GroupError
 from coordinator.streams_group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    StreamsGroup,
     StreamsGroupMember,
     TasksTuple,
 )
@@ -171,3 +172,27 @@ def task_ids(tasks: Mapping[str, Iterable[int]]) -> list[dict[str, Any]]:
     return [{"subtopology_id": sub, "partitions": sorted(parts)} for sub, parts in sorted(tasks.items()) if parts]
 
 
+
+
+def partitions_by_endpoint(group: StreamsGroup, configured: ConfiguredTopology,
+                           partition_count: Callable[[str], int | None]) -> list[EndpointPartitions]:
+    """Kafka's EndpointToPartitionsManager: for every member with an endpoint, the partitions of the topics its
+    active and its standby (and warm-up) tasks read."""
+    subtopologies = configured.subtopologies or {}
+
+    def partitions(tasks: Mapping[str, Iterable[int]]) -> list[tuple[str, list[int]]]:
+        out: dict[str, set[int]] = {}
+        for sub, parts in tasks.items():
+            subtopology = subtopologies.get(sub)
+            for topic in subtopology.input_topics() if subtopology is not None else ():
+                count = partition_count(topic) or 0
+                out.setdefault(topic, set()).update(p for p in parts if p < count)
+        return [(topic, sorted(ps)) for topic, ps in sorted(out.items())]
+
+    out = []
+    for m in group.members.values():
+        if m.user_endpoint is not None:
+            standby = {s: m.assigned.standby.get(s, frozenset()) | m.assigned.warmup.get(s, frozenset())
+                       for s in {*m.assigned.standby, *m.assigned.warmup}}
+            out.append(EndpointPartitions(m.user_endpoint, partitions(m.assigned.active), partitions(standby)))
+    return out
