@@ -1,6 +1,6 @@
-"""The manual's Java programs (docs/clients.md, docs/streams-groups.md), as they are written there (only their
-"localhost:9092" becomes the fixture broker's address), compiled against the newest Java client and Streams and
-run against minibroker. tests/docs/snippets.py collects them with every other snippet."""
+"""The manual's Java programs (docs/clients.md, docs/compatibility/streams-groups.md), as they are written there
+(only their "localhost:9092" becomes the fixture broker's address), compiled against the newest Java client and
+Streams and run against minibroker. tests/docs/snippets.py collects them with every other snippet."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_docs_kafka_streams_word_count(minibroker, tmp_path):
 
 @pytest.mark.minibroker(kafka_version="4.4")
 def test_docs_streams_protocol_word_count(minibroker, tmp_path):
-    """docs/streams-groups.md: the word count with group.protocol=streams; the broker creates its internal
+    """docs/compatibility/streams-groups.md: the word count with group.protocol=streams; the broker creates its internal
     topics and assigns its tasks, and kafka-streams-groups describes the group."""
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
     from kafka.admin import NewTopic
