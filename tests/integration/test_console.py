@@ -1,5 +1,5 @@
-"""The web console over HTTP with real clients (its browser tests are tests/console): groups of every type the
-4.1 profile serves, schema-registry payloads decoded on the messages page, aborted records marked, proper error
+"""The web console over HTTP with real clients (its browser tests are tests/console): groups of every type
+(classic, consumer and share on the 4.1 profile, streams on 4.4), schema-registry payloads decoded on the messages page, aborted records marked, proper error
 pages (404, 400 with Kafka's error, 403 without the CSRF token, 401 without the password, 415) that leave the
 broker serving, HTTP Basic for scripts, and the refusal to start off loopback without a password."""
 
@@ -271,3 +271,39 @@ def test_a_secured_broker_is_read_with_its_own_credentials(tmp_path: Path, secur
             producer = KafkaProducer(bootstrap_servers=broker.bootstrap, **broker.kafka_python("alice"))
             producer.send("still-served", b"x").get(30)  # the broker serves its clients all the same
             producer.close()
+
+
+@pytest.mark.minibroker(console=True, kafka_version="4.4")
+def test_a_streams_group_with_its_member_and_tasks(minibroker_server: BrokerThread) -> None:
+    """A KIP-1071 streams group (its member's StreamsGroupHeartbeat sent as Kafka Streams sends it): listed with
+    its type, described with StreamsGroupDescribe (state, epoch, the member's process and tasks)."""
+    from tests.kafka_wire import WireClient
+    from tests.reference.scenarios.streams_groups import NO_TASKS, TASKS_UNCHANGED, word_count
+
+    group, source, member = f"words-{uuid.uuid4().hex[:6]}", f"lines-{uuid.uuid4().hex[:6]}", "member-a"
+    with WireClient(minibroker_server.bootstrap) as wire:
+        wire.create_topic(source, partitions=2)
+        body = {"group_id": group, "member_id": member, "member_epoch": 0, "endpoint_information_epoch": 0,
+                "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000,
+                "topology": word_count(group, source), **NO_TASKS, "process_id": "process-a",
+                "user_endpoint": None, "client_tags": None, "task_offsets": None, "task_end_offsets": None,
+                "shutdown_application": False}
+        tasks: list[Any] = []
+
+        def heartbeat() -> bool:
+            answer = wire.request(88, 1, body)
+            if answer.error_code:
+                return False  # the coordinator is loading: again
+            body.update(member_epoch=answer.member_epoch, topology=None, **TASKS_UNCHANGED)
+            if answer.active_tasks:
+                tasks[:] = answer.active_tasks
+            return bool(tasks)
+
+        wait_until(heartbeat, 60, interval=0.5, message="the member's tasks")
+        client = Browserless(minibroker_server.console_url)
+        status, page = client.get("/groups")
+        assert status == 200 and re.search(rf">{group}</a></td><td><span class=\"tag\">streams</span>", page), page
+        status, page = client.get(f"/groups/{group}")
+        assert status == 200, page
+        assert re.search(r'id="group-state">(Stable|Reconciling|Assigning)<', page), page
+        assert f">{member}<" in page and "process process-a" in page and "active 0:" in page
