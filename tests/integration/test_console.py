@@ -1,7 +1,8 @@
 """The web console over HTTP with real clients (its browser tests are tests/console): groups of every type
-(classic, consumer and share on the 4.1 profile, streams on 4.4), schema-registry payloads decoded on the messages page, aborted records marked, proper error
-pages (404, 400 with Kafka's error, 403 without the CSRF token, 401 without the password, 415) that leave the
-broker serving, HTTP Basic for scripts, and the refusal to start off loopback without a password."""
+(classic, consumer and share on the 4.1 profile, streams on 4.4), schema-registry payloads decoded on the
+messages page, aborted records marked, proper error pages (404, 400 with Kafka's error, 403 without the CSRF
+token, 401 without the password, 415) that leave the broker serving, HTTP Basic for scripts, secured brokers read
+with their own credentials, and the refusal to start off loopback without a password."""
 
 from __future__ import annotations
 
