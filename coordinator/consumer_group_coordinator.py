@@ -50,7 +50,7 @@ from coordinator.consumer_group import (
     target_epoch_record,
     tombstone,
 )
-from coordinator.group_coordinator import StoreError
+from coordinator.group_interfaces import RecordStore, StoreError
 from coordinator.timers import KeyedTimers
 from coordinator.topic_regex import InvalidRegex, compile_regex, matching_topics
 from protocol.group_records import GroupKey, encode_key
@@ -77,10 +77,6 @@ class TopicsView(Protocol):
     def partition_count(self, topic_id: uuid.UUID) -> int: ...  # -1 when unknown
 
     def topic_names(self) -> list[str]: ...
-
-
-class RecordStore(Protocol):
-    def write(self, group_id: str, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
