@@ -29,6 +29,7 @@ import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.cluster.controller import Controller, ControllerSettings, Resigned
+from broker.cluster.controller_events import AlterReassignments, ElectLeaders
 from broker.config.options import BrokerConfig
 from broker.security.client_side import inter_broker_security
 from broker.services.single_node import CreatedTopic, Node
@@ -415,19 +416,19 @@ class ZkCluster:
 
     async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool
                             ) -> dict[tuple[str, int], ErrorCode] | ErrorCode:
-        result = await self.controller.call("elect_leaders", partitions, unclean)
+        result = await self.controller.call(ElectLeaders(partitions, unclean))
         return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
 
     async def alter_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
                                   ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]] | ErrorCode:
-        result = await self.controller.call("alter_reassignments", dict(targets))
+        result = await self.controller.call(AlterReassignments(dict(targets)))
         return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
 
     def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
         if self.controller is None:
             return {}
         return {tp: (list(a.replicas), list(a.adding), list(a.removing))
-                for tp, a in self.controller.reassignments().items()}
+                for tp, a in self.controller.reassignments.in_progress().items()}
 
     async def delete_topic(self, name: str, timeout_s: float = 30.0) -> Any:
         """DeleteTopics (on the controller): the deletion marker in ZooKeeper, then wait until the topic is
