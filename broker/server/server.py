@@ -15,11 +15,13 @@ import trio
 from broker.app import Broker, Endpoint
 from broker.config.options import BrokerConfig, parse_host_port
 from broker.observability.faults import FaultInjector
+from broker.observability.instruments import Instruments
 from broker.observability.metrics import Metrics
 from broker.observability.trace import Tracer
-from broker.server.connection import Connection, Instruments, TlsConnection, peer_name
+from broker.server.connection import Connection, peer_name
 from broker.server.dispatch import load_handlers, version_profile
 from broker.server.listeners import advertised_host, open_listeners
+from broker.server.tls_connection import TlsConnection
 
 log = logging.getLogger(__name__)
 
