@@ -25,10 +25,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if not cluster_authorized(ctx, AclOperation.CLUSTER_ACTION):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    controller = getattr(ctx.broker.cluster, "controller", None)
+    cluster = ctx.broker.zk_cluster
+    controller = cluster.controller if cluster is not None else None
     if not error and (controller is None or not controller.active):
         error = ErrorCode.NOT_CONTROLLER
-    if error:
+    if error or controller is None:
         return {"throttle_time_ms": 0, "error_code": error, "topics": []}
     names = {}
     changes = []

@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from broker.app import Endpoint
+from broker.app import Broker, Endpoint
 from broker.handlers.context import ANONYMOUS, LATER, RequestContext
 from broker.observability.faults import FaultAction, error_response
 from broker.observability.instruments import Instruments
@@ -76,7 +76,7 @@ class Connection:
     # Large frames are read straight into their own buffer (a TLS stream cannot: it decrypts into its own).
     DIRECT_READS = True
 
-    def __init__(self, broker: Any, instruments: Instruments, stream: Any, endpoint: Endpoint, *,
+    def __init__(self, broker: Broker, instruments: Instruments, stream: Any, endpoint: Endpoint, *,
                  peer: str | None = None, principal: str = ANONYMOUS) -> None:
         self.broker = broker
         self.instruments = instruments

@@ -110,8 +110,8 @@ class SaslFraming:
             self._count("failed")
             # As Kafka: during the exchange (after SaslHandshake v1) the request gets its error answer
             # (ILLEGAL_SASL_STATE) after the failure delay; before the handshake the connection just closes.
-            answer = self._illegal_state_answer(header, frame, offset) if authenticating else None
-            return Close() if answer is None else Fail(answer)
+            error_answer = self._illegal_state_answer(header, frame, offset) if authenticating else None
+            return Close() if error_answer is None else Fail(error_answer)
         if header.api_key == ApiKey.API_VERSIONS:
             sasl.api_versions()
             return None
