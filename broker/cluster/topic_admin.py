@@ -85,7 +85,7 @@ class ZkTopicAdmin:
     async def _follow_config_changes(self) -> None:
         """Kafka's ZkConfigManager: each new /config/changes/config_change_N names an entity whose config
         changed; a topic's is read again and applied to its logs. (Dynamic broker configs stay each broker's
-        own here: see docs/cluster.md.)"""
+        own here: see docs/running/cluster.md.)"""
         seen: str | None = None
         while True:
             send, receive = trio.open_memory_channel[Any](math.inf)
@@ -133,7 +133,7 @@ class ZkTopicAdmin:
 
     async def _create_in_background(self, name: str) -> None:
         try:
-            await self._write_topic(name, -1, -1, None, {})
+            await self.write_topic(name, -1, -1, None, {})
         except Exception as exc:  # TopicExists is fine: it exists
             log.info("auto-creating topic %s: %s", name, exc)
         finally:
@@ -144,7 +144,7 @@ class ZkTopicAdmin:
                            validate_only: bool = False, timeout_s: float = 30.0) -> CreatedTopic:
         """CreateTopics (on the controller): the topic in ZooKeeper, then wait until its partitions have
         leaders in this broker's metadata (REQUEST_TIMED_OUT after `timeout_s`: it is created anyway)."""
-        created = await self._write_topic(name, num_partitions, replication_factor, assignments, configs,
+        created = await self.write_topic(name, num_partitions, replication_factor, assignments, configs,
                                           validate_only=validate_only)
         if not validate_only and not await self._wait_for_topic(name, timeout_s):
             raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} was created but its partitions have no leader "
@@ -232,7 +232,7 @@ class ZkTopicAdmin:
         self.topic_configs[name] = checked
         self.topics.set_configs(name, checked)
 
-    async def _write_topic(self, name: str, num_partitions: int, replication_factor: int,
+    async def write_topic(self, name: str, num_partitions: int, replication_factor: int,
                            assignments: Mapping[int, Sequence[int]] | None, configs: Mapping[str, str | None], *,
                            validate_only: bool = False) -> CreatedTopic:
         """Validate and write a new topic (its config znode, then its assignment); raises TopicError."""

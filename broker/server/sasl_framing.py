@@ -152,7 +152,7 @@ class SaslFraming:
         if answer.error_code:
             log.warning("closing %s: SASL %s authentication failed: %s", self.peer, mechanism, sasl.failure)
             self._count("failed")
-        elif sasl.authenticated:
+        elif sasl.authenticated and sasl.principal is not None:
             self.on_authenticated(sasl.principal)
             lifetime = f", session {answer.session_lifetime_ms} ms" if answer.session_lifetime_ms else ""
             log.info("%s authenticated as %s with %s%s", self.peer, sasl.principal, mechanism, lifetime)

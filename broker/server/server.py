@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from broker.app import Broker, Endpoint
-from broker.config.options import BrokerConfig, parse_host_port
+from broker.config.options import BrokerConfig
 from broker.observability.faults import FaultInjector
 from broker.observability.instruments import Instruments
 from broker.observability.metrics import Metrics
@@ -42,7 +42,15 @@ class Server:
         self._handshakes = 0  # TLS handshakes under way (a connection not yet served)
         # Rules set by tests (BrokerThread, the admin endpoint), metrics, the trace (--trace FILE).
         self.instruments = Instruments(FaultInjector(), Metrics())
-        self.admin_address: tuple[str, int] | None = None
+        self.http_addresses: dict[str, tuple[str, int]] = {}  # bound (host, port) of each HTTP service by name
+
+    @property
+    def admin_address(self) -> tuple[str, int] | None:
+        return self.http_addresses.get("admin")
+
+    @property
+    def schema_registry_address(self) -> tuple[str, int] | None:
+        return self.http_addresses.get("schema-registry")
 
     @property
     def faults(self) -> FaultInjector:
@@ -68,6 +76,7 @@ class Server:
         """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION, /zookeeper on the admin endpoint."""
         from broker.observability import introspect
 
+        assert self.broker is not None
         if route == ["topics"]:
             return introspect.topics(self.broker, "internal=true" in query)
         if route == ["groups"]:
@@ -107,14 +116,13 @@ class Server:
                 if self.config.trace_file:
                     self.instruments.tracer = Tracer(str(self.config.trace_file))
                     nursery.start_soon(self._flush_trace)
-                if self.config.admin_listen:
-                    from broker.observability.admin_http import serve
-
-                    host, port = parse_host_port(self.config.admin_listen, default_port=0)
-                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.broker.now_ms,
-                                                             self.render_metrics, self._inspect)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery, securities)
+                    if self.config.admin_listen or self.config.schema_registry:
+                        from broker.http.endpoints import serve_endpoints  # HTTP only when asked for
+
+                        self.http_addresses = await serve_endpoints(nursery, self.config, self.broker, self.faults,
+                                                                    self.render_metrics, self._inspect)
                     if cluster is not None:
                         # Registered once the listeners are bound: the registration names their ports.
                         await nursery.start(cluster.run, self._registered_endpoints())
@@ -230,6 +238,7 @@ class Server:
 
     async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
         security = endpoint.security
+        assert self.broker is not None  # connections are accepted once it is built
         if security is not None and security.ssl_context is not None:
             self._handshakes += 1
             try:

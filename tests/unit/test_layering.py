@@ -2,10 +2,12 @@
 `if TYPE_CHECKING:` blocks too): imports flow one way, protocol <- log <- coordinator/services <- handlers
 <- server, and no module imports a module that imports it back (directly or through others).
 
-Observability (fault rules, the protocol trace, metrics, introspection, the admin HTTP endpoint) is production
-code the server uses: of the broker it knows only the Broker whose state it reads, and only the server and
-the test kit import it. The test kit (the pytest plugin, BrokerThread, the cluster fixture) runs the whole broker
-from outside, at the top with the CLI; nothing of the broker imports it.
+Observability (fault rules, the protocol trace, metrics, introspection) is production code the server uses:
+of the broker it knows only the Broker whose state it reads, and only the server, its HTTP services
+(broker.http: the admin endpoint serves it) and the test kit import it. The HTTP services (the admin
+endpoint, the schema registry) sit beside the handlers, on the services; only the server imports them. The
+test kit (the pytest plugin, BrokerThread, the cluster fixture) runs the whole broker from outside, at the
+top with the CLI; nothing of the broker imports it.
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ ALLOWED: dict[str, set[str]] = {
     "broker.services": {"protocol", "coordinator", "zk", "broker.log", "broker.config", "broker.clock"},
     "broker.cluster": {"protocol", "coordinator", "zk", "broker.log", "broker.config", "broker.clock",
                        "broker.security", "broker.services"},
-    # A handler is given the Broker (broker.app), and so are the observability instruments that read its state.
+    # A handler is given the Broker (broker.app); so are the observability instruments, which read its state.
     "broker.handlers": {"protocol", "coordinator", "broker.log", "broker.config", "broker.clock",
                         "broker.security", "broker.services", "broker.cluster", "broker.app"},
     "broker.app": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
                    "broker.services", "broker.cluster"},
     "broker.observability": {"protocol", "broker.app"},
+    # What the broker serves over HTTP (admin endpoint, schema registry): beside the handlers, on the services.
+    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.services",
+                    "broker.cluster", "broker.observability", "broker.app"},
     "broker.server": {"protocol", "zk", "broker.app", "broker.handlers", "broker.config", "broker.clock",
-                      "broker.security", "broker.cluster", "broker.observability"},
+                      "broker.security", "broker.cluster", "broker.observability", "broker.http"},
 }
 # The test kit and the entry points: above everything, imported by nothing of the broker.
 TOP_PACKAGES = ("broker.testkit",)
@@ -114,9 +119,12 @@ def test_imports_flow_one_way(module: str) -> None:
 def test_only_the_server_and_the_test_kit_import_observability() -> None:
     # The table says it (the test above enforces the table); this keeps the table from drifting.
     users = {layer for layer, allowed in ALLOWED.items() if "broker.observability" in allowed}
-    assert users == {"broker.server"}
+    assert users == {"broker.server", "broker.http"}  # broker.http: the admin endpoint, which the server runs
     importers = {m for m, targets in GRAPH.items() if any(_layer(t) == "broker.observability" for t in targets)}
-    assert {_layer(m) for m in importers if not _is_top(m)} <= {"broker.server", "broker.observability"}
+    assert {_layer(m) for m in importers if not _is_top(m)} <= {"broker.server", "broker.http",
+                                                                "broker.observability"}
+    assert {m for m, targets in GRAPH.items() if any(_layer(t) == "broker.http" for t in targets)
+            if not _is_top(m)} <= {m for m in GRAPH if _layer(m) in ("broker.server", "broker.http")}
     assert any(m.startswith("broker.testkit.") for m in importers)  # the test kit builds on it
 
 
