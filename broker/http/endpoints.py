@@ -4,16 +4,17 @@ nursery: the services given one address share one app there; each other address 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 import trio
 
 from broker.config.options import CONSOLE_PORT, BrokerConfig, parse_host_port
 from broker.http.admin import Inspect, admin_service
 from broker.http.stack import HttpService, build_app, serve
-from broker.observability.faults import FaultInjector
-from broker.observability.metrics import Metrics
-from broker.observability.trace import Tracer
+from broker.observability.instruments import Instruments
+
+if TYPE_CHECKING:
+    from broker.app import Broker
 
 ADMIN = "admin"
 SCHEMA_REGISTRY = "schema-registry"
@@ -22,15 +23,7 @@ _WILDCARDS = ("", "0.0.0.0", "::")
 _DEFAULT_PORTS = {SCHEMA_REGISTRY: 8081, CONSOLE: CONSOLE_PORT}
 
 
-class Instruments(Protocol):
-    """The server's instruments (broker.server.connection.Instruments): fault rules, metrics, the trace."""
-
-    faults: FaultInjector
-    metrics: Metrics
-    tracer: Tracer | None
-
-
-async def serve_endpoints(nursery: trio.Nursery, config: BrokerConfig, broker: Any, instruments: Instruments,
+async def serve_endpoints(nursery: trio.Nursery, config: BrokerConfig, broker: Broker, instruments: Instruments,
                           metrics: Callable[[], str], inspect: Inspect) -> dict[str, tuple[str, int]]:
     """Start the services; returns each one's bound (host, port) by name ("admin", "schema-registry",
     "console")."""

@@ -15,11 +15,13 @@ import trio
 from broker.app import Broker, Endpoint
 from broker.config.options import BrokerConfig
 from broker.observability.faults import FaultInjector
+from broker.observability.instruments import Instruments
 from broker.observability.metrics import Metrics
 from broker.observability.trace import Tracer
-from broker.server.connection import Connection, Instruments, TlsConnection, peer_name
+from broker.server.connection import Connection, peer_name
 from broker.server.dispatch import load_handlers, version_profile
 from broker.server.listeners import advertised_host, open_listeners
+from broker.server.tls_connection import TlsConnection
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class Server:
         """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION, /zookeeper on the admin endpoint."""
         from broker.observability import introspect
 
+        assert self.broker is not None
         if route == ["topics"]:
             return introspect.topics(self.broker, "internal=true" in query)
         if route == ["groups"]:
@@ -243,6 +246,7 @@ class Server:
 
     async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
         security = endpoint.security
+        assert self.broker is not None  # connections are accepted once it is built
         if security is not None and security.ssl_context is not None:
             self._handshakes += 1
             try:

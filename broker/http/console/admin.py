@@ -16,12 +16,15 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from protocol.header import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from broker.app import Broker
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +184,7 @@ class _NodeConnection:
 
 
 class ClusterAdmin:
-    def __init__(self, broker: Any, client_id: str = CLIENT_ID) -> None:
+    def __init__(self, broker: Broker, client_id: str = CLIENT_ID) -> None:
         self.broker = broker
         self.client_id = client_id
         self._connections: dict[int, _NodeConnection] = {}
@@ -201,10 +204,9 @@ class ClusterAdmin:
                     return ("127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host,
                             endpoint.bound_port)
             return None
-        if self.broker.replicas is None:
+        if self.broker.zk_cluster is None:
             return None
-        address: tuple[str, int] | None = self.broker.cluster.inter_broker_address(node_id)
-        return address
+        return self.broker.zk_cluster.inter_broker_address(node_id)
 
     def _connection(self, node_id: int) -> _NodeConnection:
         if self._unusable is not None:
@@ -607,11 +609,11 @@ def _config_source(code: int) -> str:
     return _CONFIG_SOURCES.get(code, "unknown")
 
 
-def _client_side(broker: Any) -> tuple[Any, str | None, str | None]:
+def _client_side(broker: Broker) -> tuple[Any, str | None, str | None]:
     """TLS and SASL of the console's connections (the cluster's own, as the brokers connect to each other), the
     listener they go to, and why they cannot be made (None: they can)."""
-    if broker.replicas is not None:
-        return broker.cluster.client_security, broker.cluster.inter_broker_listener, None
+    if broker.zk_cluster is not None:
+        return broker.zk_cluster.client_security, broker.zk_cluster.inter_broker_listener, None
     config = broker.config
     try:
         listener = config.inter_broker_listener()

@@ -13,7 +13,7 @@ import mimetypes
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from starlette.requests import Request
@@ -23,6 +23,11 @@ from starlette.routing import BaseRoute, Route
 from broker.http.console import auth
 from broker.http.console.admin import AdminError, ClusterAdmin
 from broker.http.stack import HttpError, HttpService, StreamingRoute
+
+if TYPE_CHECKING:
+    from broker.app import Broker
+    from broker.http.registry.service import SchemaRegistry
+    from broker.observability.instruments import Instruments
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +61,8 @@ Handler = Callable[[Ctx], Awaitable[Response]]
 
 
 class Console:
-    def __init__(self, broker: Any, instruments: Any, registry: Any = None) -> None:
-        """`instruments`: the server's fault rules, metrics and trace (broker.http.endpoints.Instruments);
+    def __init__(self, broker: Broker, instruments: Instruments, registry: SchemaRegistry | None = None) -> None:
+        """`instruments`: the server's fault rules, metrics and trace;
         `registry`: this broker's schema registry (broker.http.registry.service.SchemaRegistry), if it runs one."""
         import jinja2
 

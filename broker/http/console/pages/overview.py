@@ -27,7 +27,7 @@ def routes(console: Console) -> list[BaseRoute]:
             offline=sum(1 for t in topics for p in t.partitions if p.leader < 0),
             under_replicated=sum(1 for t in topics for p in t.partitions if len(p.isr) < len(p.replicas)),
             rate_in=rate_in, rate_out=rate_out, release=broker.versions.release, listeners=listeners,
-            bound=bound, mode="ZooKeeper cluster" if broker.replicas is not None else "single broker",
+            bound=bound, mode="ZooKeeper cluster" if broker.cluster.replicated else "single broker",
             clock="virtual" if broker.clock.virtual else "wall", now_ms=broker.now_ms(),
             registry=console.registry.url if console.registry is not None else None)
 
