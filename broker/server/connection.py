@@ -257,7 +257,7 @@ class Connection:
             if verdict is not None:
                 return verdict
         try:
-            header, offset = parse_request_header(frame)
+            header, offset = parse_request_header(frame, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed request header: %s", self.peer, exc)
             return False
@@ -279,7 +279,7 @@ class Connection:
                                               response_header_version(api.key, version), body))
             return True
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
@@ -342,7 +342,7 @@ class Connection:
         if sasl.expects_raw_token:  # after SaslHandshake v0: a bare token, no request header
             return await self._sasl_token(bytes(frame), None, None, nursery)
         try:
-            header, offset = parse_request_header(frame)
+            header, offset = parse_request_header(frame, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed request header during SASL authentication: %s", self.peer, exc)
             return self._authentication_failed(None, nursery)
@@ -377,7 +377,7 @@ class Connection:
                         version, header.api_key)
             return self._authentication_failed(None, nursery)
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return self._authentication_failed(None, nursery)
@@ -431,7 +431,7 @@ class Connection:
         if api is None or not self.broker.versions.accepts(header.api_key, version):
             return None
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.broker.versions.decode_limits)
             body = error_response(api.key, request, ErrorCode.ILLEGAL_SASL_STATE, self._topic_name)
             return frame_response(header.correlation_id, response_header_version(api.key, version),
                                   api.encode_response(version, body))

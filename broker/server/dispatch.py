@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from broker.config import kafka_versions
+from protocol.errors import DecodeLimits
 from protocol.header import ApiKey
 
 
@@ -59,10 +60,10 @@ class Api:
         return message(self.response_name)
 
     @cached_property
-    def decode_request(self) -> Callable[[int, bytes, int], Any]:
-        """(version, frame, offset) -> the request."""
+    def decode_request(self) -> Callable[[int, bytes, int, DecodeLimits | None], Any]:
+        """(version, frame, offset, limits) -> the request."""
         if self.codec is not None:
-            decode: Callable[[int, bytes, int], Any] = self._codec.decode_request
+            decode: Callable[[int, bytes, int, DecodeLimits | None], Any] = self._codec.decode_request
             return decode
         return self.request.decode
 

@@ -174,9 +174,13 @@ class Session:
         self.conn(conn).send(api_key, version, body)
         self._pending.setdefault(conn, []).append((step, api_key, version, body))
 
-    def send_raw(self, step: str, api_key: int, version: int, encoded: bytes, conn: str = "main") -> None:
-        self.conn(conn).send_raw(api_key, version, encoded)
-        self._pending.setdefault(conn, []).append((step, api_key, version, {"raw_bytes": len(encoded)}))
+    def send_raw(self, step: str, api_key: int, version: int, encoded: bytes, conn: str = "main",
+                 header_tags: bytes | None = None) -> None:
+        self.conn(conn).send_raw(api_key, version, encoded, header_tags)
+        summary: dict[str, Any] = {"raw_bytes": len(encoded)}
+        if header_tags is not None:
+            summary["header_tag_bytes"] = len(header_tags)
+        self._pending.setdefault(conn, []).append((step, api_key, version, summary))
 
     def receive(self, conn: str = "main", record: bool = True) -> dict[str, Any] | None:
         step, api_key, version, body = self._pending[conn].pop(0)
