@@ -90,9 +90,9 @@ def _build_table() -> dict[int, Api]:
         # (broker.config.kafka_versions): Produce v0-2, which they still advertise, close the connection as there.
         Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce"),
         Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch"),
-        Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.LIST_OFFSETS, 0, 11, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
-        Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 5, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
         # Answered by the connection during an authentication (broker.security.authenticator); the handlers
         # answer the other cases (ILLEGAL_SASL_STATE), as Kafka's KafkaApis does.
         Api(ApiKey.SASL_HANDSHAKE, 0, 1, "sasl_handshake", "SaslHandshakeRequest", "SaslHandshakeResponse"),
@@ -115,7 +115,7 @@ def _build_table() -> dict[int, Api]:
             "OffsetForLeaderEpochResponse"),
         # What a single broker truthfully answers about leaders, replicas and log directories.
         Api(ApiKey.ELECT_LEADERS, 0, 2, "elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse"),
-        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 4, "describe_log_dirs", "DescribeLogDirsRequest",
+        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 5, "describe_log_dirs", "DescribeLogDirsRequest",
             "DescribeLogDirsResponse"),
         Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 0, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
             "AlterReplicaLogDirsResponse"),
@@ -134,12 +134,12 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.SYNC_GROUP, 0, 5, "sync_group", "SyncGroupRequest", "SyncGroupResponse"),
         Api(ApiKey.HEARTBEAT, 0, 4, "heartbeat", "HeartbeatRequest", "HeartbeatResponse"),
         Api(ApiKey.LEAVE_GROUP, 0, 5, "leave_group", "LeaveGroupRequest", "LeaveGroupResponse"),
-        Api(ApiKey.OFFSET_COMMIT, 0, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
-        Api(ApiKey.OFFSET_FETCH, 0, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 0, 10, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 0, 10, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
         Api(ApiKey.LIST_GROUPS, 0, 5, "list_groups", "ListGroupsRequest", "ListGroupsResponse"),
         Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
-        Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        Api(ApiKey.DELETE_GROUPS, 0, 3, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
         # KIP-848 consumer groups: offered by the 4.x profiles only (kafka_versions.KAFKA4_APIS).
         Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, "consumer_group_heartbeat", "ConsumerGroupHeartbeatRequest",
             "ConsumerGroupHeartbeatResponse"),
@@ -170,7 +170,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse"),
         Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
-        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 6, "txn_offset_commit", "TxnOffsetCommitRequest",
             "TxnOffsetCommitResponse"),
         Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "describe_transactions", "DescribeTransactionsRequest",
             "DescribeTransactionsResponse"),

@@ -56,15 +56,19 @@ KNOWN: list[Known] = [
     Known("api_versions", "*", "finalized_features[names]", "minibroker's 4.1 profile finalizes share.version 1 "
           "so that share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0 until kafka-features "
           "turns it on", releases=("4.1",), deliberate=True),
-    Known("api_versions", "*", "*[name=share.version].m*_version*", "Kafka 4.4 finalizes share.version 2; "
+    Known("api_versions*", "*", "*[name=share.version].m*_version*", "Kafka 4.4 finalizes share.version 2; "
           "minibroker serves the share group protocol of share.version 1", releases=("4.4",), deliberate=True),
-    # Open: Kafka 4.4's consumer group coordinator gives a new group's first member epoch 2 where 4.1 gives 1
-    # (seen on every run, live and recorded; the cause in 4.4's GroupMetadataManager is not pinned down yet),
-    # and computes the empty target assignment when the last member leaves (assignment epoch = group epoch;
-    # 4.1 keeps the old one). minibroker's consumer groups number epochs as 4.1 does.
-    Known("consumer_group_*", "*", "*epoch", "Kafka 4.4 numbers consumer group epochs differently from 4.1 "
-          "(first member epoch 2; the empty target assignment recomputed on the last leave); minibroker "
-          "numbers them as 4.1", releases=("4.4",)),
+    # Open: Kafka 4.3 starts a consumer group at epoch 1 with an empty assignment (KAFKA-20268, so the first
+    # computed assignment is epoch 2) and computes assignments at most every group.consumer.assignment.interval.ms
+    # (1 s; a member joining meanwhile waits: group state Assigning); 4.4 also brings an empty group's assignment
+    # epoch up to its group epoch when the last member leaves (KAFKA-20442). Recorded: consumer_group_epochs.
+    Known("consumer_group_*", "*", "*epoch", "Kafka 4.3+ start consumer groups at epoch 1 (first assignment epoch "
+          "2) and 4.4 recomputes the empty target assignment on the last leave; minibroker numbers them as 4.1",
+          releases=("4.3", "4.4")),
+    Known("consumer_group_epochs", "a member joins the empty group", "*", "Kafka 4.3 computes assignments at "
+          "most every group.consumer.assignment.interval.ms; minibroker at once", releases=("4.3",)),
+    Known("offsets_by_topic_id", "member *", "member_epoch", "Kafka 4.3+ start consumer groups at epoch 1 "
+          "(first assignment epoch 2); minibroker numbers them as 4.1", releases=("4.3", "4.4")),
     # Not minibroker's: Kafka 3.9 in ZooKeeper mode kept applying deleted dynamic broker configs (a per-broker
     # and a cluster-default one, 30 s after the deletion was answered) in one of the two recordings made.
     Known("alter_broker_configs", "after delete", "*", "Kafka 3.9 (ZooKeeper mode) did not apply the deletion "
