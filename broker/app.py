@@ -36,6 +36,7 @@ from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
     from broker.security.scram_credentials import ScramCredentialStore
+    from broker.services.features import FeatureLevels
     from broker.services.groups import GroupService
     from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
@@ -176,6 +177,13 @@ class Broker:
         return LogCleaner(self.config, self.topics, self.clock)
 
     @functools.cached_property
+    def features(self) -> FeatureLevels:
+        """The finalized feature levels (ApiVersions, UpdateFeatures; group.version turns KIP-848 on)."""
+        from broker.services.features import FeatureLevels
+
+        return FeatureLevels(self.versions, Path(self.config.data_dir) / "meta" / "features.json", self.node_id)
+
+    @functools.cached_property
     def scram_credentials(self) -> ScramCredentialStore:
         from broker.security.scram_credentials import ScramCredentialStore
 
@@ -205,9 +213,7 @@ class Broker:
 
     def start_coordinators(self) -> None:
         _ = self.groups, self.txns  # first use starts them
-        from broker.config.kafka_versions import feature_level
-
-        if self.replicas is None and feature_level(self.versions.release, "share.version") > 0:
+        if self.replicas is None and self.features.level("share.version") > 0:
             _ = self.share_partitions  # share groups: their state is loaded before the first ShareFetch
 
     def readvertise(self) -> None:

@@ -47,6 +47,5 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             return _error(ErrorCode.INVALID_REQUEST)
         if req.cluster_id != ctx.broker.cluster_id or req.node_id != ctx.broker.node_id:
             return _error(ErrorCode.REBOOTSTRAP_REQUIRED)
-    versions = ctx.broker.versions
-    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(versions), "throttle_time_ms": 0,
-            **versions.features, "zk_migration_ready": False}
+    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(ctx.broker.versions), "throttle_time_ms": 0,
+            **ctx.broker.features.api_versions_fields(), "zk_migration_ready": False}

@@ -186,6 +186,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "controlled_shutdown", "ControlledShutdownRequest",
             "ControlledShutdownResponse"),
         Api(ApiKey.ALTER_PARTITION, 0, 3, "alter_partition", "AlterPartitionRequest", "AlterPartitionResponse"),
+        Api(ApiKey.UPDATE_FEATURES, 0, 2, "update_features", "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
         Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
             "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
         Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",

@@ -71,3 +71,11 @@ def test_java_consumer_group_protocol(release: str, minibroker: str) -> None:
     assert serves(minibroker, CONSUMER_GROUP_HEARTBEAT)
     results = jvm.require(jvm.run_checks, "4.4", minibroker, ["consumer_protocol."])
     assert all(r.ok for r in results), jvm.failures(results)
+
+
+@pytest.mark.minibroker(kafka_version="4.4")
+def test_java_admin_updates_features(minibroker: str) -> None:
+    """describeFeatures/updateFeatures (KIP-584): validate-only, a downgrade typed as an upgrade refused,
+    group.version 0 turning the consumer group protocol off for a consumer-protocol consumer, and back."""
+    results = jvm.require(jvm.run_checks, "4.4", minibroker, ["features."])
+    assert all(r.ok for r in results), jvm.failures(results)

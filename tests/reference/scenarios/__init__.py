@@ -5,6 +5,7 @@ from tests.reference.scenarios import (  # noqa: F401
     configs,
     consumer_groups,
     decoder_limits,
+    features,
     fetch,
     groups,
     legacy,
