@@ -36,6 +36,7 @@ from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
     from broker.security.scram_credentials import ScramCredentialStore
+    from broker.services.client_quotas import ClientQuotas
     from broker.services.features import FeatureLevels
     from broker.services.groups import GroupService
     from broker.services.legacy_offsets import LegacyOffsets
@@ -175,6 +176,22 @@ class Broker:
         from broker.services.log_cleaner import LogCleaner
 
         return LogCleaner(self.config, self.topics, self.clock)
+
+    @functools.cached_property
+    def client_quotas(self) -> ClientQuotas:
+        """Quotas of users, client ids and IPs (Alter/DescribeClientQuotas) and their enforcement: in the data
+        dir for a single broker, in ZooKeeper for a cluster (read by its config change follower)."""
+        from broker.services.client_quotas import ClientQuotas, FileQuotaStore, ZkQuotaStore
+
+        kraft = self.versions.since("4.0")
+        if self.replicas is None:
+            store: Any = FileQuotaStore(Path(self.config.data_dir) / "meta" / "client-quotas.json")
+        else:
+            store = ZkQuotaStore(self.cluster.zk, self.cluster.client_quotas_at_start)
+        quotas = ClientQuotas(store, kraft, self.config.quota_window_num, self.config.quota_window_size_seconds)
+        if self.replicas is not None:
+            self.cluster.on_quotas_changed = quotas.replace
+        return quotas
 
     @functools.cached_property
     def features(self) -> FeatureLevels:

@@ -83,6 +83,9 @@ class ZkCluster:
         self._pending_creations: set[str] = set()
         self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
         self.on_topics_deleted: list[Any] = []  # callbacks(names): topics gone from the cluster
+        # Client quotas (/config/users, /config/clients, /config/ips): read at start, then at each change.
+        self.client_quotas_at_start: dict[Any, dict[str, float]] = {}
+        self.on_quotas_changed: Any = None  # callback(all quotas), set by the broker's quota service
         self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
         # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
         security = inter_broker_security(config)
@@ -122,10 +125,15 @@ class ZkCluster:
             elif "broker.id" in stored and int(stored["broker.id"]) != config.broker_id:
                 raise ValueError(f"Configured broker.id {config.broker_id} doesn't match stored broker.id "
                                  f"{stored['broker.id']} in {config.data_dir}/meta.properties")
+            from broker.services.client_quotas import load_from_zookeeper
+
+            quotas = await load_from_zookeeper(zk)
         except BaseException:
             await session.aclose()
             raise
-        return cls(config, session, zk)
+        cluster = cls(config, session, zk)
+        cluster.client_quotas_at_start = quotas
+        return cluster
 
     def attach(self, topics: TopicManager, replicas: Any) -> None:
         self.topics = topics
@@ -273,6 +281,8 @@ class ZkCluster:
                     if found is None:
                         continue
                     entity_type, _, entity = found[0].partition("/")
+                    if entity_type in (ConfigType.USER, ConfigType.CLIENT, ConfigType.IP):
+                        await self._reload_client_quotas()
                     if entity_type == ConfigType.TOPIC:
                         configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
                         self.topic_configs[entity] = configs
@@ -283,6 +293,16 @@ class ZkCluster:
             except Exception as exc:  # ZooKeeper away, a malformed notification: read again later
                 log.warning("following config changes: %r", exc)
                 await trio.sleep(1)
+
+    async def _reload_client_quotas(self) -> None:
+        """Another broker changed a client quota: read them all again (rare, and few)."""
+        from broker.services.client_quotas import load_from_zookeeper
+
+        quotas = await load_from_zookeeper(self.zk)
+        if self.on_quotas_changed is not None:
+            self.on_quotas_changed(quotas)
+        else:
+            self.client_quotas_at_start = quotas
 
     def apply_update_metadata(self, req: Any) -> ErrorCode:
         if self.stale_controller(req.controller_epoch):

@@ -79,3 +79,13 @@ def test_java_admin_updates_features(minibroker: str) -> None:
     group.version 0 turning the consumer group protocol off for a consumer-protocol consumer, and back."""
     results = jvm.require(jvm.run_checks, "4.4", minibroker, ["features."])
     assert all(r.ok for r in results), jvm.failures(results)
+
+
+@pytest.mark.parametrize("release", [
+    pytest.param("3.9", marks=pytest.mark.minibroker(kafka_version="3.9")),
+    pytest.param("4.4", marks=pytest.mark.minibroker(kafka_version="4.4"))])
+def test_java_client_quotas(release: str, minibroker: str) -> None:
+    """alterClientQuotas/describeClientQuotas, then a producer and a consumer whose client id has byte-rate
+    quotas are throttled (their throttle-time metrics), another producer is not; the quotas removed."""
+    results = jvm.require(jvm.run_checks, "4.4", minibroker, ["quotas."], zookeeper_mode=release == "3.9")
+    assert all(r.ok for r in results), jvm.failures(results)

@@ -149,9 +149,10 @@ class Session:
         base = self.scenario.name.replace("_", "-")
         return f"{base}-{suffix}" if suffix else base
 
-    def conn(self, name: str = "main") -> WireConnection:
+    def conn(self, name: str = "main", client_id: str | None = None) -> WireConnection:
+        """The named connection, opened on first use (with `client_id` instead of the harness's own)."""
         if name not in self._conns:
-            self._conns[name] = WireConnection(self.bootstrap)
+            self._conns[name] = WireConnection(self.bootstrap, **({"client_id": client_id} if client_id else {}))
         return self._conns[name]
 
     def reconnect(self, name: str = "main") -> None:
@@ -165,13 +166,14 @@ class Session:
         self._conns.clear()
 
     def request(self, step: str, api_key: int, version: int, body: dict[str, Any], conn: str = "main",
-                record: bool = True) -> dict[str, Any] | None:
+                record: bool = True, client_id: str | None = None) -> dict[str, Any] | None:
         """Send and wait for the answer; None (recorded as a closed connection) when the broker closes it."""
-        self.send(step, api_key, version, body, conn)
+        self.send(step, api_key, version, body, conn, client_id)
         return self.receive(conn, record=record)
 
-    def send(self, step: str, api_key: int, version: int, body: dict[str, Any], conn: str = "main") -> None:
-        self.conn(conn).send(api_key, version, body)
+    def send(self, step: str, api_key: int, version: int, body: dict[str, Any], conn: str = "main",
+             client_id: str | None = None) -> None:
+        self.conn(conn, client_id).send(api_key, version, body)
         self._pending.setdefault(conn, []).append((step, api_key, version, body))
 
     def send_raw(self, step: str, api_key: int, version: int, encoded: bytes, conn: str = "main",

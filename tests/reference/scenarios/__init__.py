@@ -12,6 +12,7 @@ from tests.reference.scenarios import (  # noqa: F401
     metadata,
     newest_versions,
     produce,
+    quotas,
     topics,
     transactions,
     versions,

@@ -34,6 +34,7 @@ public final class Main {
         ConsumerChecks.register(checks);
         AdminChecks.register(checks);
         FeatureChecks.register(checks);
+        QuotaChecks.register(checks);
         return checks;
     }
 
