@@ -86,6 +86,9 @@ class ZkCluster:
         # Client quotas (/config/users, /config/clients, /config/ips): read at start, then at each change.
         self.client_quotas_at_start: dict[Any, dict[str, float]] = {}
         self.on_quotas_changed: Any = None  # callback(all quotas), set by the broker's quota service
+        # Delegation tokens (/delegation_token/tokens): read at start, then at each token change notification.
+        self.delegation_tokens_at_start: list[Any] = []
+        self.on_tokens_changed: Any = None  # callback(all tokens), set by the broker's token service
         self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
         # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
         security = inter_broker_security(config)
@@ -125,14 +128,16 @@ class ZkCluster:
             elif "broker.id" in stored and int(stored["broker.id"]) != config.broker_id:
                 raise ValueError(f"Configured broker.id {config.broker_id} doesn't match stored broker.id "
                                  f"{stored['broker.id']} in {config.data_dir}/meta.properties")
-            from broker.services.client_quotas import load_from_zookeeper
+            from broker.services import client_quotas, delegation_tokens
 
-            quotas = await load_from_zookeeper(zk)
+            quotas = await client_quotas.load_from_zookeeper(zk)
+            tokens = await delegation_tokens.load_from_zookeeper(zk)
         except BaseException:
             await session.aclose()
             raise
         cluster = cls(config, session, zk)
         cluster.client_quotas_at_start = quotas
+        cluster.delegation_tokens_at_start = tokens
         return cluster
 
     def attach(self, topics: TopicManager, replicas: Any) -> None:
@@ -151,6 +156,7 @@ class ZkCluster:
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
             nursery.start_soon(self._follow_config_changes)
+            nursery.start_soon(self._follow_token_changes)
             # Ready once the controller has told this broker what the cluster is (its first UpdateMetadata): a
             # client connecting then finds the brokers, the controller and the topics in Metadata.
             with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
@@ -292,6 +298,30 @@ class ZkCluster:
                 await receive.receive()
             except Exception as exc:  # ZooKeeper away, a malformed notification: read again later
                 log.warning("following config changes: %r", exc)
+                await trio.sleep(1)
+
+    async def _follow_token_changes(self) -> None:
+        """Kafka's token change listener: a new /delegation_token/token_changes notification means a token was
+        created, renewed or removed by some broker: every token is read again (they are few)."""
+        from broker.services.delegation_tokens import load_from_zookeeper
+
+        seen: str | None = None
+        while True:
+            send, receive = trio.open_memory_channel[Any](math.inf)
+            try:
+                names = await self.zk.get_token_change_notifications(watch=send)
+                if seen is None:
+                    seen = names[-1] if names else ""
+                elif names and names[-1] > seen:
+                    seen = names[-1]
+                    tokens = await load_from_zookeeper(self.zk)
+                    if self.on_tokens_changed is not None:
+                        self.on_tokens_changed(tokens)
+                    else:
+                        self.delegation_tokens_at_start = tokens
+                await receive.receive()
+            except Exception as exc:  # ZooKeeper away: read again later
+                log.warning("following delegation token changes: %r", exc)
                 await trio.sleep(1)
 
     async def _reload_client_quotas(self) -> None:

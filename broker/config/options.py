@@ -64,9 +64,9 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 
 def is_security_setting(name: str) -> bool:
     """Settings of listeners' security (docs/running/security.md), kept by name in BrokerConfig.security: `ssl.*`,
-    `sasl.*`, the re-authentication and failure timings, the JAAS file, and any `listener.name.<name>.*`
-    prefixed setting."""
-    return name.startswith(("ssl.", "sasl.", "listener.name.")) or name in SECURITY_SETTINGS
+    `sasl.*`, the re-authentication and failure timings, the JAAS file, any `listener.name.<name>.*` prefixed
+    setting, and the delegation tokens' `delegation.token.*`."""
+    return name.startswith(("ssl.", "sasl.", "listener.name.", "delegation.token.")) or name in SECURITY_SETTINGS
 
 
 SECURITY_SETTINGS = ("connections.max.reauth.ms", "connection.failed.authentication.delay.ms",

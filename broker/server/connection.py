@@ -293,7 +293,8 @@ class Connection:
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
-        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal)
+        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal,
+                             self._sasl is not None and self._sasl.token_authenticated)
         slot = _Slot(started=time.perf_counter(), request=request, size=len(frame))
         tracer = self.instruments.tracer
         if tracer is not None:

@@ -89,3 +89,22 @@ def test_java_client_quotas(release: str, minibroker: str) -> None:
     quotas are throttled (their throttle-time metrics), another producer is not; the quotas removed."""
     results = jvm.require(jvm.run_checks, "4.4", minibroker, ["quotas."], zookeeper_mode=release == "3.9")
     assert all(r.ok for r in results), jvm.failures(results)
+
+
+@pytest.mark.parametrize("release", ["3.9", "4.4"])
+def test_java_delegation_tokens(release: str, tmp_path) -> None:
+    """Delegation tokens over SASL/SCRAM: created with a renewer, described, used to log in (tokenauth=true) and
+    produce, refused to manage tokens with, renewed by the renewer and not by another user, expired, and a
+    login with the expired token refused."""
+    from broker.testkit import BrokerThread
+
+    users = {name: f"{name}-secret" for name in ("alice", "bob", "carol")}
+    broker = BrokerThread(tmp_path / "data", kafka_version=release, security="SASL_PLAINTEXT", users=users,
+                          sasl_mechanisms=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+                          security_settings={"delegation.token.secret.key": "a-secret-of-the-cluster"}).start()
+    try:
+        results = jvm.require(jvm.run_checks, "4.4", broker.bootstrap, ["tokens."], zookeeper_mode=release == "3.9",
+                              client_config={"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256"})
+    finally:
+        broker.stop()
+    assert all(r.ok for r in results), jvm.failures(results)
