@@ -547,11 +547,14 @@ def run(scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any
 def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
     """BrokerThread keyword arguments for a scenario: the release's version profile and the scenario's
     broker settings by Kafka's names (every one must be a minibroker option: both brokers get it)."""
-    from broker.config.options import OPTIONS_BY_NAME, convert_option
+    from broker.config.options import OPTIONS_BY_NAME, convert_option, is_security_setting
     from tests.reference.kafka import SHARED_CONFIG
 
     settings: dict[str, Any] = {"kafka_version": release, "fsync": "none"}
     for name, value in {**SHARED_CONFIG, **config}.items():
+        if is_security_setting(name):  # kept by name (delegation.token.*, sasl.*...)
+            settings.setdefault("security_settings", {})[name] = value
+            continue
         option = OPTIONS_BY_NAME.get(name)
         if option is None:
             raise ValueError(f"scenario setting {name} is not a minibroker option")

@@ -89,6 +89,10 @@ KNOWN: list[Known] = [
           "most every group.consumer.assignment.interval.ms; minibroker at once", releases=("4.3",)),
     Known("offsets_by_topic_id", "member *", "member_epoch", "Kafka 4.3+ start consumer groups at epoch 1 "
           "(first assignment epoch 2); minibroker numbers them as 4.1", releases=("4.3", "4.4")),
+    Known("kraft_controller_apis", "*", "*", "the KRaft quorum and controller APIs (DescribeQuorum, UnregisterBroker, "
+          "Add/RemoveRaftVoter, UnregisterController) are not served: minibroker runs no KRaft quorum (a ZooKeeper-"
+          "mode cluster, as Kafka 3.9's, whose brokers do not offer them either); the connection is closed, as for "
+          "any API a broker does not offer", releases=("4.4",), deliberate=True),
     # Not minibroker's: Kafka 3.9 in ZooKeeper mode kept applying deleted dynamic broker configs (a per-broker
     # and a cluster-default one, 30 s after the deletion was answered) in one of the two recordings made.
     Known("alter_broker_configs", "after delete", "*", "Kafka 3.9 (ZooKeeper mode) did not apply the deletion "
