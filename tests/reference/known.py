@@ -62,11 +62,6 @@ KNOWN: list[Known] = [
     Known("update_features", "*share.version*", "*", "minibroker's 4.1 profile finalizes share.version 1 so that "
           "share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0", releases=("4.1",),
           deliberate=True),
-    Known("update_features", "*", "*[name=share.version].m*_version*", "Kafka 4.4 supports and finalizes "
-          "share.version 2; minibroker serves the share group protocol of share.version 1",
-          releases=("4.4",), deliberate=True),
-    Known("update_features", "validate share.version *", "*", "Kafka 4.4 supports and finalizes share.version 2; "
-          "minibroker serves the share group protocol of share.version 1", releases=("4.4",), deliberate=True),
     Known("update_features", "validate streams.version *", "*", "streams.version (KIP-1071 streams groups) is not "
           "offered: minibroker does not serve streams groups yet", releases=("4.2", "4.3", "4.4"),
           deliberate=True),
@@ -76,8 +71,6 @@ KNOWN: list[Known] = [
     Known("update_features", "consumer-protocol join with group.version", "member_epoch", "Kafka 4.3+ start "
           "consumer groups at epoch 1 (first assignment epoch 2); minibroker numbers them as 4.1",
           releases=("4.3", "4.4")),
-    Known("api_versions*", "*", "*[name=share.version].m*_version*", "Kafka 4.4 finalizes share.version 2; "
-          "minibroker serves the share group protocol of share.version 1", releases=("4.4",), deliberate=True),
     # Open: Kafka 4.3 starts a consumer group at epoch 1 with an empty assignment (KAFKA-20268, so the first
     # computed assignment is epoch 2) and computes assignments at most every group.consumer.assignment.interval.ms
     # (1 s; a member joining meanwhile waits: group state Assigning); 4.4 also brings an empty group's assignment

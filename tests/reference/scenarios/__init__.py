@@ -13,6 +13,7 @@ from tests.reference.scenarios import (  # noqa: F401
     newest_versions,
     produce,
     quotas,
+    share_groups,
     tokens,
     topics,
     transactions,

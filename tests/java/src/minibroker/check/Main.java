@@ -37,6 +37,7 @@ public final class Main {
         AdminChecks.register(checks);
         FeatureChecks.register(checks);
         QuotaChecks.register(checks);
+        ShareChecks.register(checks);
         return checks;
     }
 
