@@ -68,20 +68,6 @@ KNOWN: list[Known] = [
     Known("update_features", "validate eligible.leader.replicas.version *", "*", "eligible.leader.replicas.version "
           "(KIP-966) is not offered: a ZooKeeper-mode cluster keeps no eligible leader replicas",
           releases=("4.1", "4.2", "4.3", "4.4"), deliberate=True),
-    Known("update_features", "consumer-protocol join with group.version", "member_epoch", "Kafka 4.3+ start "
-          "consumer groups at epoch 1 (first assignment epoch 2); minibroker numbers them as 4.1",
-          releases=("4.3", "4.4")),
-    # Open: Kafka 4.3 starts a consumer group at epoch 1 with an empty assignment (KAFKA-20268, so the first
-    # computed assignment is epoch 2) and computes assignments at most every group.consumer.assignment.interval.ms
-    # (1 s; a member joining meanwhile waits: group state Assigning); 4.4 also brings an empty group's assignment
-    # epoch up to its group epoch when the last member leaves (KAFKA-20442). Recorded: consumer_group_epochs.
-    Known("consumer_group_*", "*", "*epoch", "Kafka 4.3+ start consumer groups at epoch 1 (first assignment epoch "
-          "2) and 4.4 recomputes the empty target assignment on the last leave; minibroker numbers them as 4.1",
-          releases=("4.3", "4.4")),
-    Known("consumer_group_epochs", "a member joins the empty group", "*", "Kafka 4.3 computes assignments at "
-          "most every group.consumer.assignment.interval.ms; minibroker at once", releases=("4.3",)),
-    Known("offsets_by_topic_id", "member *", "member_epoch", "Kafka 4.3+ start consumer groups at epoch 1 "
-          "(first assignment epoch 2); minibroker numbers them as 4.1", releases=("4.3", "4.4")),
     Known("kraft_controller_apis", "*", "*", "the KRaft quorum and controller APIs (DescribeQuorum, UnregisterBroker, "
           "Add/RemoveRaftVoter, UnregisterController) are not served: minibroker runs no KRaft quorum (a ZooKeeper-"
           "mode cluster, as Kafka 3.9's, whose brokers do not offer them either); the connection is closed, as for "
