@@ -10,6 +10,7 @@ from tests.reference.scenarios import (  # noqa: F401
     groups,
     legacy,
     metadata,
+    migration,
     newest_versions,
     produce,
     quotas,
