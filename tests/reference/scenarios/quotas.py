@@ -49,6 +49,14 @@ def _canonical(step: str, answer: Any) -> Any:
                                                                   for c in e["entity"]]))}
 
 
+def wait_entries(s: Session, components: list[tuple[str, int, str | None]], until: Any, strict: bool = False) -> None:
+    """Unrecorded: until DescribeClientQuotas shows what was just altered (Kafka 4's brokers learn a change from
+    the controller's metadata a moment after AlterClientQuotas answers)."""
+    s.wait_for("wait", DESCRIBE_CLIENT_QUOTAS, 1, {"strict": strict, "components": [
+        {"entity_type": kind, "match_type": match, "match": name} for kind, match, name in components]},
+        until=lambda a: until(a.get("entries") or []), record=False)
+
+
 @scenario(releases=RELEASES, fresh=True, both_view=_canonical)
 def client_quotas(s: Session) -> None:
     """Quotas set on users, client ids, a user's client, the default user, the default client of a user and
@@ -62,6 +70,7 @@ def client_quotas(s: Session) -> None:
           (entity(user=None), {"consumer_byte_rate": 100000.0}),
           (entity(user=alice, client_id=None), {"controller_mutation_rate": 10.0}),
           (entity(ip="127.0.0.2"), {"connection_creation_rate": 5.0}))
+    wait_entries(s, [("user", EXACT, alice)], lambda entries: len(entries) == 1, strict=True)
     alter(s, "an unknown key", (entity(user=alice), {"no_such_quota": 1.0}))
     alter(s, "a negative rate", (entity(user=alice), {"producer_byte_rate": -1.0}))
     alter(s, "a fractional byte rate", (entity(user=alice), {"producer_byte_rate": 1.5}))
@@ -102,8 +111,11 @@ def client_quotas(s: Session) -> None:
     alter(s, "remove quotas", (entity(user=alice), {"producer_byte_rate": None}),
           (entity(user=alice, client_id=app), {"producer_byte_rate": None}),
           (entity(user=s.name("nobody")), {"producer_byte_rate": None}))
+    wait_entries(s, [("user", EXACT, alice)], lambda entries: len(entries) == 1 and "producer_byte_rate" not in {
+        v["key"] for v in entries[0]["values"]}, strict=True)
     describe(s, "alice after the removals", ("user", EXACT, alice))
     alter(s, "v0: set", (entity(user=s.name("dave")), {"consumer_byte_rate": 3000.0}), version=0)
+    wait_entries(s, [("user", EXACT, s.name("dave"))], lambda entries: len(entries) == 1)
     describe(s, "v0: describe", ("user", EXACT, s.name("dave")), version=0)
 
 
