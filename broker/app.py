@@ -119,7 +119,8 @@ class Broker:
         from broker.services.groups import GroupService
 
         return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appends,
-                                        self.internal_topic, per_partition=self.replicas is not None))
+                                        self.internal_topic, per_partition=self.replicas is not None,
+                                        group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
 
     @functools.cached_property
     def group_configs(self) -> Any:

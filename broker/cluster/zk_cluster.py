@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -434,11 +434,21 @@ class ZkCluster:
             self._nursery.start_soon(self._create_in_background, name)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    async def _create_in_background(self, name: str) -> None:
+    def create_internal_topics(self, topics: Sequence[tuple[str, int, int, Mapping[str, str]]]) -> None:
+        """Kafka's AutoTopicCreationManager.createStreamsInternalTopics: (name, partitions, replication factor,
+        configs) written to ZooKeeper in the background, as auto-created topics are."""
+        for name, partitions, replication_factor, configs in topics:
+            if name not in self._pending_creations and self._nursery is not None and self.topics.get(name) is None:
+                self._pending_creations.add(name)
+                self._nursery.start_soon(self._create_in_background, name, partitions, replication_factor,
+                                         dict(configs))
+
+    async def _create_in_background(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                                    configs: Mapping[str, str] | None = None) -> None:
         from broker.cluster.admin import create_topic_in_zk
 
         try:
-            await create_topic_in_zk(self, name, -1, -1, None, {})
+            await create_topic_in_zk(self, name, partitions, replication_factor, None, configs or {})
         except Exception as exc:  # TopicExists is fine: it exists
             log.info("auto-creating topic %s: %s", name, exc)
         finally:

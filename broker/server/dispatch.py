@@ -145,6 +145,13 @@ def _build_table() -> dict[int, Api]:
             "ConsumerGroupHeartbeatResponse"),
         Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
             "ConsumerGroupDescribeResponse"),
+        # KIP-1071 streams groups: the 4.2-4.4 profiles (v1 and KIP-1331's topology description update: 4.4).
+        Api(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 1, "streams_group_heartbeat", "StreamsGroupHeartbeatRequest",
+            "StreamsGroupHeartbeatResponse"),
+        Api(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, "streams_group_describe", "StreamsGroupDescribeRequest",
+            "StreamsGroupDescribeResponse"),
+        Api(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0, "streams_group_topology_description_update",
+            "StreamsGroupTopologyDescriptionUpdateRequest", "StreamsGroupTopologyDescriptionUpdateResponse"),
         # KIP-932 share groups: the 4.1 to 4.4 profiles (kafka_versions.SHARE_GROUP_APIS), single broker only.
         Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
             "ShareGroupHeartbeatResponse"),

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 
 COORDINATOR_START_DELAY_S = 0.5
+TRACE_KEPT_FOR_CONSOLE = 2000  # protocol trace events the console's trace page starts with
 
 
 class Server:
@@ -49,6 +50,10 @@ class Server:
     @property
     def schema_registry_address(self) -> tuple[str, int] | None:
         return self.http_addresses.get("schema-registry")
+
+    @property
+    def console_address(self) -> tuple[str, int] | None:
+        return self.http_addresses.get("console")
 
     @property
     def faults(self) -> FaultInjector:
@@ -110,15 +115,18 @@ class Server:
         try:
             async with trio.open_nursery() as nursery:
                 await self.broker.run(nursery)
-                if self.config.trace_file:
-                    self.instruments.tracer = Tracer(str(self.config.trace_file))
-                    nursery.start_soon(self._flush_trace)
+                if self.config.trace_file or self.config.console:
+                    # The console's live trace keeps the newest events in memory.
+                    self.instruments.tracer = Tracer(str(self.config.trace_file) if self.config.trace_file else None,
+                                                     keep=TRACE_KEPT_FOR_CONSOLE if self.config.console else 0)
+                    if self.config.trace_file:
+                        nursery.start_soon(self._flush_trace)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery, securities)
-                    if self.config.admin_listen or self.config.schema_registry:
+                    if self.config.admin_listen or self.config.schema_registry or self.config.console:
                         from broker.http.endpoints import serve_endpoints  # HTTP only when asked for
 
-                        self.http_addresses = await serve_endpoints(nursery, self.config, self.broker, self.faults,
+                        self.http_addresses = await serve_endpoints(nursery, self.config, self.broker, self.instruments,
                                                                     self.render_metrics, self._inspect)
                     if cluster is not None:
                         # Registered once the listeners are bound: the registration names their ports.

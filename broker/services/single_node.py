@@ -4,6 +4,7 @@ that is one of several; handlers ask `ctx.broker.cluster` and do not care which.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ from typing import Any
 from broker.clock import Clock
 from broker.services.topics import Topic, TopicError, TopicManager
 from protocol.header import ErrorCode
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,17 @@ class SingleNode:
             return self.topics.create(name, now_ms=self.clock.now_ms())
         except TopicError as exc:
             return ErrorCode[exc.error]
+
+    def create_internal_topics(self, topics: Sequence[tuple[str, int, int, Mapping[str, str]]]) -> None:
+        """Kafka's AutoTopicCreationManager.createStreamsInternalTopics: (name, partitions, replication factor,
+        configs) created now; one that cannot be (it exists meanwhile, a bad config) is logged and left out."""
+        for name, partitions, replication_factor, configs in topics:
+            if self.topics.get(name) is not None:
+                continue
+            try:
+                self.topics.create(name, partitions, replication_factor, configs, now_ms=self.clock.now_ms())
+            except TopicError as exc:
+                log.warning("creating internal topic %s: %s", name, exc.message)
 
     def not_controller(self) -> bool:
         return False  # a single broker is its own controller

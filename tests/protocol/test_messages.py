@@ -34,7 +34,8 @@ def _cases() -> list[tuple[str, int]]:
     """Every message kafka-python has a class for. The inter-broker APIs (LeaderAndIsr, UpdateMetadata,
     StopReplica, ControlledShutdown, AlterPartition) are not among them: tests/protocol/
     test_inter_broker_messages.py checks those against Kafka's own serializer; the KIP-848 and KIP-932 ones, and
-    those whose definitions are newer than kafka-python's, tests/protocol/test_kafka4_messages.py."""
+    those whose definitions are newer than kafka-python's, tests/protocol/test_kafka4_messages.py; the KIP-1071
+    ones, tests/protocol/test_streams_messages.py."""
     from tests.protocol.test_kafka4_messages import NEWER
 
     cases = []

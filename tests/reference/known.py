@@ -62,9 +62,6 @@ KNOWN: list[Known] = [
     Known("update_features", "*share.version*", "*", "minibroker's 4.1 profile finalizes share.version 1 so that "
           "share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0", releases=("4.1",),
           deliberate=True),
-    Known("update_features", "validate streams.version *", "*", "streams.version (KIP-1071 streams groups) is not "
-          "offered: minibroker does not serve streams groups yet", releases=("4.2", "4.3", "4.4"),
-          deliberate=True),
     Known("update_features", "validate eligible.leader.replicas.version *", "*", "eligible.leader.replicas.version "
           "(KIP-966) is not offered: a ZooKeeper-mode cluster keeps no eligible leader replicas",
           releases=("4.1", "4.2", "4.3", "4.4"), deliberate=True),

@@ -4,8 +4,8 @@
 
 Observability (fault rules, the protocol trace, metrics, introspection) is production code the server uses: it
 imports nothing of the broker but the protocol, and only the server, its HTTP services (broker.http: the admin
-endpoint serves it) and the test kit import it. The HTTP services (the admin endpoint, the schema registry)
-sit beside the handlers, on the services; only the server imports them. The test kit (the pytest plugin,
+endpoint serves it) and the test kit import it. The HTTP services (the admin endpoint, the schema registry,
+the console) sit beside the handlers, on the services; only the server imports them. The test kit (the pytest plugin,
 BrokerThread, the cluster fixture) runs the whole broker from outside, at the top with the CLI; nothing of
 the broker imports it.
 """
@@ -38,9 +38,10 @@ ALLOWED: dict[str, set[str]] = {
     "broker.app": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
                    "broker.services", "broker.cluster"},
     "broker.observability": {"protocol"},
-    # What the broker serves over HTTP (admin endpoint, schema registry): beside the handlers, on the services.
-    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.services",
-                    "broker.cluster", "broker.observability"},
+    # What the broker serves over HTTP (admin endpoint, schema registry, console): beside the handlers, on the
+    # services; the console's admin connections secure themselves as the brokers' own (broker.security.client_side).
+    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
+                    "broker.services", "broker.cluster", "broker.observability"},
     "broker.server": {"protocol", "zk", "broker.app", "broker.handlers", "broker.config", "broker.clock",
                       "broker.security", "broker.cluster", "broker.observability", "broker.http"},
 }

@@ -15,6 +15,7 @@ from tests.reference.scenarios import (  # noqa: F401
     produce,
     quotas,
     share_groups,
+    streams_groups,
     tokens,
     topics,
     transactions,
