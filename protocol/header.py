@@ -14,7 +14,7 @@ from enum import IntEnum
 from functools import cache
 from typing import TYPE_CHECKING
 
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, DecodeLimits
 
 if TYPE_CHECKING:
     from protocol.schema import MessageSpec
@@ -115,6 +115,7 @@ class ApiKey(IntEnum):
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
     STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
 
 
 class ErrorCode(IntEnum):
@@ -302,8 +303,9 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if request_header_version(api_key, api_version) == 2 else 0
 
 
-def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
-    """(header, offset of the body); raises DecodeError on a truncated or malformed header."""
+def parse_request_header(frame: bytes, limits: DecodeLimits | None = None) -> tuple[RequestHeader, int]:
+    """(header, offset of the body); raises DecodeError on a truncated or malformed header (or one beyond
+    `limits`)."""
     if len(frame) < _HEADER.size:
         raise DecodeError(f"request header needs {_HEADER.size} bytes, got {len(frame)}")
     api_key, api_version, correlation_id, n = _HEADER.unpack_from(frame)
@@ -320,7 +322,7 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     elif n != -1:
         raise DecodeError(f"invalid client_id length {n}")
     if request_header_version(api_key, api_version) == 2:
-        offset = skip_tagged_fields(frame, offset)
+        offset = skip_tagged_fields(frame, offset, limits)
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
 
 
@@ -337,8 +339,12 @@ def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
     raise DecodeError("unsigned varint longer than 5 bytes")
 
 
-def skip_tagged_fields(data: bytes, offset: int) -> int:
+def skip_tagged_fields(data: bytes, offset: int, limits: DecodeLimits | None = None) -> int:
     count, offset = _uvarint(data, offset)
+    if count > len(data) - offset:  # each field takes two bytes at least
+        raise DecodeError(f"{count} tagged fields, but only {len(data) - offset} bytes remain")
+    if limits is not None:
+        limits.check_tagged_fields(count)
     for _ in range(count):
         _tag, offset = _uvarint(data, offset)
         size, offset = _uvarint(data, offset)

@@ -64,9 +64,9 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 
 def is_security_setting(name: str) -> bool:
     """Settings of listeners' security (docs/running/security.md), kept by name in BrokerConfig.security: `ssl.*`,
-    `sasl.*`, the re-authentication and failure timings, the JAAS file, and any `listener.name.<name>.*`
-    prefixed setting."""
-    return name.startswith(("ssl.", "sasl.", "listener.name.")) or name in SECURITY_SETTINGS
+    `sasl.*`, the re-authentication and failure timings, the JAAS file, any `listener.name.<name>.*` prefixed
+    setting, and the delegation tokens' `delegation.token.*`."""
+    return name.startswith(("ssl.", "sasl.", "listener.name.", "delegation.token.")) or name in SECURITY_SETTINGS
 
 
 SECURITY_SETTINGS = ("connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
@@ -199,6 +199,10 @@ OPTIONS: tuple[Option, ...] = (
            "How long the first rebalance of an empty group waits for more members. 0 here (Kafka: 3000) so "
            "that a lone consumer starts at once; raise it for groups that start many members together."),
     Option("group.max.size", "group_max_size", int, "Most members a group may have (GROUP_MAX_SIZE_REACHED)."),
+    Option("quota.window.num", "quota_window_num", int,
+           "Client quotas: the samples a client's rates are measured over (Kafka's default 11)."),
+    Option("quota.window.size.seconds", "quota_window_size_seconds", int,
+           "Client quotas: the length of each sample, in seconds."),
     Option("group.consumer.session.timeout.ms", "group_consumer_session_timeout_ms", int,
            "KIP-848 consumer groups (4.x profiles): a member silent for this long is fenced."),
     Option("group.consumer.heartbeat.interval.ms", "group_consumer_heartbeat_interval_ms", int,
@@ -348,6 +352,8 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
     group_max_size: int = 2**31 - 1
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     group_consumer_session_timeout_ms: int = 45_000
     group_consumer_heartbeat_interval_ms: int = 5_000
     group_consumer_max_size: int = 2**31 - 1

@@ -118,6 +118,7 @@ class GroupService:
             assignors=tuple(a.strip() for a in c.group_consumer_assignors.split(",") if a.strip()),
             migration_policy=c.group_consumer_migration_policy.lower(),
             regex_refresh_interval_ms=c.group_consumer_regex_refresh_interval_ms,
+            **consumer_epochs_of(c),
         ), self, TopicsView(topics), self.coordinator)
         self.share = ShareGroupCoordinator(ShareGroupConfig(
             session_timeout_ms=c.group_share_session_timeout_ms,
@@ -492,6 +493,19 @@ class GroupService:
         result: SyncResult = await reply.wait()
         await self.durable(request["group_id"])
         return result
+
+
+def consumer_epochs_of(config: BrokerConfig) -> dict[str, Any]:
+    """How the profile's release numbers consumer group epochs and batches their assignments (recorded from the
+    real releases: tests/reference/recorded/*/consumer_group_epochs.json): Kafka 4.3 starts groups at epoch 1 and
+    computes a group's assignment at most every group.consumer.assignment.interval.ms (its default, 1 s), 4.4
+    also brings the empty group's assignment epoch up to date when the last member leaves."""
+    from broker.config.kafka_versions import check_release, release_key
+
+    release = release_key(check_release(config.kafka_version))
+    if release < (4, 3):
+        return {}
+    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
 
 
 def _classic_only(records: Iterator[Record], modern: list[Record]) -> Iterator[Record]:
