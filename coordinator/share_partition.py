@@ -13,7 +13,7 @@ ShareSnapshot value) and reads records from the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -143,19 +143,24 @@ class SharePartition:
         return min(available, default=self.end_offset)
 
     def acquire(self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int,
-                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRange]:
+                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED,
+                aborted: Collection[int] = ()) -> list[AcquiredRange]:
         """Hand records to a member from `batches`, the (first, last) offsets of the log's batches read from
         `next_fetch_offset()` (below the high watermark), so that every acquired offset comes with its
         batch: available in-flight records (redeliveries) and new ones, within the in-flight limit.
         BATCH_OPTIMIZED takes whole batches until `max_records` is reached (the last batch may pass it, as
         Kafka's SharePartition does); RECORD_LIMIT stops at `max_records` exactly (KIP-1206). Offsets
         between batches that the log no longer has (compaction) go with the next batch: the client
-        acknowledges them as gaps."""
+        acknowledges them as gaps. `aborted`: the first offsets of batches of aborted transactions (under
+        share.isolation.level=read_committed), whose records are archived, never delivered."""
         acquired: list[int] = []
         per_record = mode is ShareAcquireMode.RECORD_LIMIT
         for first, last in batches:
             if len(acquired) >= max_records:
                 break
+            if first in aborted:
+                self._archive_unread(first, last)
+                continue
             for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
                 if offset >= self.end_offset:
                     if len(self.in_flight) >= self.max_in_flight:
@@ -181,6 +186,18 @@ class SharePartition:
             else:
                 ranges.append(AcquiredRange(offset, offset, record.delivery_count))
         return ranges
+
+    def _archive_unread(self, first: int, last: int) -> None:
+        """The records of [first, last] nobody holds are archived (an aborted transaction's), and offsets before
+        it that the log no longer has."""
+        for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
+            if offset >= self.end_offset:
+                self.in_flight[offset] = InFlight()
+                self.end_offset = offset + 1
+            record = self.in_flight.get(offset)
+            if record is not None and record.state is RecordState.AVAILABLE:
+                self._finish(record, RecordState.ARCHIVED)
+        self._advance_start()
 
     # -- ShareAcknowledge (and the acknowledgements piggybacked on ShareFetch) ---------------------------------
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int, types: Sequence[AcknowledgeType],
@@ -270,7 +287,8 @@ class SharePartition:
             out[record.state.name] += 1
         return out
 
-    @property
-    def lag(self) -> int:
-        """Records below the end offset still to be delivered or acknowledged."""
-        return sum(1 for r in self.in_flight.values() if r.state in (RecordState.AVAILABLE, RecordState.ACQUIRED))
+    def lag(self, high_watermark: int) -> int:
+        """KIP-1226's lag: the records from the start offset to the high watermark not yet acknowledged or
+        archived (in flight or never acquired)."""
+        done = sum(1 for r in self.in_flight.values() if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+        return max(high_watermark - self.start_offset - done, 0)

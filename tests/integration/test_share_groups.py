@@ -273,3 +273,45 @@ def test_a_consumer_carries_on_across_a_broker_restart(broker: BrokerThread) -> 
         assert not before & set(acked[len(before):])
     finally:
         consumer.close()
+
+
+def test_read_committed_share_group_skips_aborted_transactions(broker: BrokerThread) -> None:
+    """share.isolation.level=read_committed: records of an aborted transaction are never delivered (they are
+    archived), those of a committed one are, and nothing past an open transaction; read_uncommitted gets all."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("txn-queue", 1, 1)])["txn-queue"].result(30)
+    for group, level in (("committed-only", "read_committed"), ("everything", "read_uncommitted")):
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("share.isolation.level", level, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "share-txn"})
+    producer.init_transactions(30)
+    for outcome in ("aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("txn-queue", value=f"{outcome}-{i}".encode())
+        producer.flush(30)
+        if outcome == "aborted":
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+    producer.begin_transaction()  # left open: beyond the last stable offset
+    producer.produce("txn-queue", value=b"open-0")
+    producer.flush(30)
+    values: dict[str, set[str]] = {"committed-only": set(), "everything": set()}
+    consumers = {group: share_consumer(broker.bootstrap, group, "txn-queue") for group in values}
+    try:
+        for group, consumer in consumers.items():
+            wanted = {f"committed-{i}" for i in range(3)} | (
+                set() if group == "committed-only" else {f"aborted-{i}" for i in range(3)} | {"open-0"})
+            drain([consumer], lambda g=group, w=wanted: values[g] >= w,
+                  lambda c, m, g=group: (values[g].add(m.value().decode()), c.acknowledge(m)))
+        assert values["committed-only"] == {f"committed-{i}" for i in range(3)}
+        # The aborted batch and both markers are done: the start offset is at the open transaction.
+        start = broker.share_partitions()["committed-only"]["txn-queue-0"]["start_offset"]
+        assert start == 8, start
+    finally:
+        for consumer in consumers.values():
+            consumer.close()
+        producer.abort_transaction(30)
