@@ -144,7 +144,7 @@ def _build_table() -> dict[int, Api]:
             "ConsumerGroupHeartbeatResponse"),
         Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
             "ConsumerGroupDescribeResponse"),
-        # KIP-932 share groups: the 4.1 profile only.
+        # KIP-932 share groups: the 4.1 to 4.4 profiles (kafka_versions.SHARE_GROUP_APIS), single broker only.
         Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
             "ShareGroupHeartbeatResponse"),
         Api(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, "share_group_describe", "ShareGroupDescribeRequest",

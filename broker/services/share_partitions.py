@@ -5,7 +5,7 @@ the share-partition state persisted in `__share_group_state` (Kafka's ShareSnaps
 topic id and partition) and read back at start, so acknowledged records are never delivered again after a
 restart or SIGKILL.
 
-Single broker only: in a ZooKeeper-mode cluster share groups are not served (see README).
+Single broker only: in a ZooKeeper-mode cluster share groups are not served (docs/compatibility/kafka4.md).
 """
 
 from __future__ import annotations

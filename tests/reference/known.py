@@ -1,6 +1,6 @@
-"""Differences between Kafka's answers and minibroker's that are understood: deliberate ones (also in the
-README, with the reason) and open ones that need work outside a handler or config table. `make
-reference-diff` prints them with their reason; the replay test fails on any other difference and on a
+"""Differences between Kafka's answers and minibroker's that are understood: deliberate ones (also in
+docs/compatibility/differences.md, with the reason) and open ones that need work outside a handler or config
+table. `make reference-diff` prints them with their reason; the replay test fails on any other difference and on a
 known one that is gone (so this list stays true)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class Known:
     path: str
     reason: str
     releases: tuple[str, ...] | None = None  # None: every release
-    deliberate: bool = False  # listed in the README (a choice), else open work
+    deliberate: bool = False  # listed in docs/compatibility/differences.md (a choice), else open work
 
 
 _AUTO_CREATE = ("minibroker creates an auto-created topic at once and describes it in the same Metadata "
