@@ -99,12 +99,17 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.in_flight: dict[int, InFlight] = {}  # offsets in [start_offset, end_offset) not done yet
+        # The start offset Kafka's persister holds, which DescribeShareGroupOffsets reports: -1 until the
+        # first state write (acknowledgement, release, lock expiry), then the start offset from before each
+        # write's change (Kafka moves its start offset once the write is done, so the next write carries it).
+        self.persisted_start = -1
 
     # -- state --------------------------------------------------------------------------------------------
     @classmethod
     def from_snapshot(cls, start_offset: int, batches: Iterable[StateBatch], **config: int) -> SharePartition:
         """Rebuild from the persisted state: what was acquired is offered again (locks do not survive)."""
         partition = cls(start_offset, **config)
+        partition.persisted_start = start_offset
         for batch in batches:
             for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
                 state = RecordState.AVAILABLE if batch.state is RecordState.ACQUIRED else batch.state
@@ -135,6 +140,11 @@ class SharePartition:
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
         self._advance_start()
+
+    def alter_start(self, offset: int) -> None:
+        """AlterShareGroupOffsets: the new start offset, written as it is."""
+        self.reset_start(offset)
+        self.persisted_start = offset
 
     # -- ShareFetch ---------------------------------------------------------------------------------------
     def next_fetch_offset(self) -> int:
@@ -220,6 +230,7 @@ class SharePartition:
                 if offset < self.start_offset or record is None or record.state is not RecordState.ACQUIRED \
                         or record.member_id != member_id:
                     return ErrorCode.INVALID_RECORD_STATE
+        self.persisted_start = self.start_offset
         for first_offset, last_offset, types in batches:
             for i, offset in enumerate(range(first_offset, last_offset + 1)):
                 kind = types[0] if len(types) == 1 else types[i]
@@ -238,11 +249,14 @@ class SharePartition:
     def release_member(self, member_id: str) -> int:
         """The member left (or its share session closed): its acquired records are offered again."""
         released = 0
+        start = self.start_offset
         for record in self.in_flight.values():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._release(record)
                 released += 1
-        self._advance_start()
+        if released:
+            self.persisted_start = start
+            self._advance_start()
         return released
 
     # -- timers ---------------------------------------------------------------------------------------------
@@ -253,11 +267,13 @@ class SharePartition:
     def expire_locks(self, now_ms: int) -> int:
         """Acquisition locks past their deadline: the records are offered again (or archived at the limit)."""
         expired = 0
+        start = self.start_offset
         for record in self.in_flight.values():
             if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
                 self._release(record)
                 expired += 1
         if expired:
+            self.persisted_start = start
             self._advance_start()
         return expired
 
@@ -289,6 +305,8 @@ class SharePartition:
 
     def lag(self, high_watermark: int) -> int:
         """KIP-1226's lag: the records from the start offset to the high watermark not yet acknowledged or
-        archived (in flight or never acquired)."""
+        archived (in flight or never acquired); -1 before the first state write, as Kafka reports it."""
+        if self.persisted_start < 0:
+            return -1
         done = sum(1 for r in self.in_flight.values() if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
         return max(high_watermark - self.start_offset - done, 0)

@@ -1,6 +1,8 @@
 """DescribeShareGroupOffsets (KIP-932): the share-partition start offset of each partition a share group
 consumes (-1 where it has no state yet), for the named topics or all of them; v1 (Kafka 4.2+, KIP-1226) also
-the lag: the records from the start offset to the high watermark not yet acknowledged or archived."""
+the lag: the records from the start offset to the high watermark not yet acknowledged or archived. The start
+offset is the one Kafka's share-group state holds (SharePartition.persisted_start: -1 before the first
+acknowledgement, then one state write behind), as a live Kafka 4.4 reports it."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         for (_gid, topic_id, index), sp in shares.group_partitions(g.group_id):
             topic = broker.topics.get_by_id(topic_id)
             if topic is not None:
-                starts[(topic.name, index)] = (sp.start_offset, sp.lag(topic.partitions[index].high_watermark))
+                starts[(topic.name, index)] = (sp.persisted_start, sp.lag(topic.partitions[index].high_watermark))
         if g.topics is None:
             wanted: dict[str, list[int]] = {}
             for name, index in sorted(starts):

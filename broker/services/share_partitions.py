@@ -237,7 +237,7 @@ class SharePartitions:
     def alter_start(self, group_id: str, topic_id: uuid.UUID, index: int, offset: int) -> None:
         sp = self.get(group_id, topic_id, index)
         if sp is not None:
-            sp.reset_start(offset)
+            sp.alter_start(offset)
             self._persist((group_id, topic_id, index), sp)
 
     # -- sessions -------------------------------------------------------------------------------------------

@@ -201,3 +201,38 @@ def share_group_configs(s: Session) -> None:
     for name, values in checks.items():
         for value in values:
             alter_group(s, f"{name}={value}", group, {name: value}, validate_only=True)
+
+
+DESCRIBE_SHARE_GROUP_OFFSETS = 90
+
+
+def describe_offsets(s: Session, step: str, group: str, lag: int) -> None:
+    """DescribeShareGroupOffsets v1 until the partition's lag is `lag` (Kafka answers from its share-group
+    state, written a moment after the acknowledgement's answer)."""
+    s.wait_for(step, DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group, "topics": None}]},
+               until=lambda a: [p["lag"] for g in a["groups"] for t in g["topics"] for p in t["partitions"]] == [lag],
+               timeout=15)
+
+
+@scenario(releases=V2)
+def share_group_offsets_and_lag(s: Session) -> None:
+    """DescribeShareGroupOffsets v1 (KIP-1226) as acknowledgements move a share partition on: no state before
+    the first acknowledgement, then the start offset Kafka's share-group state holds and the lag (records to
+    the high watermark neither acknowledged nor archived)."""
+    topic, group = s.name("t"), s.name("g")
+    topic_id = setup(s, topic, group, (12,))
+    a = Member(s, group, topic, topic_id, "a")
+    a.first_fetch("a: fetch", 20, mode=BATCH_OPTIMIZED)
+    describe_offsets(s, "after the first fetch", group, -1)
+    a.acknowledge("a: accept 0-5", [ack(0, 5, ACCEPT)])
+    describe_offsets(s, "after accepting 0-5", group, 6)
+    a.acknowledge("a: accept 6-10, reject 11", [ack(6, 11, ACCEPT, ACCEPT, ACCEPT, ACCEPT, ACCEPT, REJECT)])
+    describe_offsets(s, "after accepting all", group, 0)
+    produce(s, "produce 5 more", topic, batch([b"w%d" % n for n in range(5)]))
+    describe_offsets(s, "after 5 more records", group, 5)
+    a.fetch("a: fetch the new records", 20, mode=BATCH_OPTIMIZED)
+    a.acknowledge("a: release 12-16", [ack(12, 16, RELEASE)])
+    describe_offsets(s, "after releasing them", group, 5)
+    a.fetch("a: fetch them again", 20, mode=BATCH_OPTIMIZED)
+    a.acknowledge("a: accept 12-16", [ack(12, 16, ACCEPT)])
+    describe_offsets(s, "after accepting them", group, 0)
