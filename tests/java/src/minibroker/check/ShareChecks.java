@@ -17,7 +17,6 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
-import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.admin.ShareMemberDescription;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
@@ -170,9 +169,10 @@ final class ShareChecks {
                         if (one == null) {
                             return false;
                         }
-                        if (one.lag().isPresent() ? one.lag().get() != 0 : one.startOffset() < admin.listOffsets(
-                                Map.of(tp, OffsetSpec.latest())).partitionResult(tp).get().offset()) {
-                            return false;  // without a lag (DescribeShareGroupOffsets v0): the start offset
+                        // DescribeShareGroupOffsets v0 (Kafka 4.1) has no lag, and its start offset is one
+                        // state write behind: there, only that the group has state.
+                        if (one.lag().isPresent() ? one.lag().get() != 0 : one.startOffset() < 0) {
+                            return false;
                         }
                     }
                     return true;
