@@ -201,6 +201,11 @@ def share_group_configs(s: Session) -> None:
     for name, values in checks.items():
         for value in values:
             alter_group(s, f"{name}={value}", group, {name: value}, validate_only=True)
+    alter_group(s, "set two", group, {"share.record.lock.duration.ms": "20000", "share.auto.offset.reset": "earliest"})
+    s.wait_for("describe with synonyms", DESCRIBE_CONFIGS, 4, {
+        "resources": [{"resource_type": GROUP, "resource_name": group, "configuration_keys": SHARE_CONFIGS}],
+        "include_synonyms": True, "include_documentation": False},
+        until=lambda a: any(c["value"] == "20000" for c in a["results"][0]["configs"]), timeout=15)
 
 
 DESCRIBE_SHARE_GROUP_OFFSETS = 90
