@@ -241,3 +241,28 @@ def share_group_offsets_and_lag(s: Session) -> None:
     a.fetch("a: fetch them again", 20, mode=BATCH_OPTIMIZED)
     a.acknowledge("a: accept 12-16", [ack(12, 16, ACCEPT)])
     describe_offsets(s, "after accepting them", group, 0)
+
+
+ALTER_SHARE_GROUP_OFFSETS, SHARE_GROUP_DESCRIBE = 91, 77
+
+
+@scenario(releases=V2)
+def alter_share_group_offsets_of_a_new_group(s: Session) -> None:
+    """AlterShareGroupOffsets of a group that does not exist: Kafka creates the share group, empty, with the
+    start offset; a request naming only an unknown topic creates none. Then the offsets, the group as
+    ShareGroupDescribe and ListGroups see it."""
+    topic, group = s.name("t"), s.name("g")
+    create_topic(s, "create", topic)
+    produce(s, "produce 20", topic, batch([b"v%d" % n for n in range(20)]))
+    s.wait_for("find coordinator", FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]},
+               until=lambda a: a["coordinators"][0]["error_code"] == 0, timeout=60, record=False)
+    s.wait_for("coordinator loaded", SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group],
+                                                               "include_authorized_operations": False},
+               until=lambda a: a["groups"][0]["error_code"] not in (14, 15, 16), timeout=60, record=False)
+    s.request("alter a new group's start offset", ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [
+        {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": 8}]}]})
+    s.request("alter, unknown topic only", ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": s.name("g2"), "topics": [
+        {"topic_name": s.name("none"), "partitions": [{"partition_index": 0, "start_offset": 8}]}]})
+    describe_offsets(s, "the new group's offsets", group, 12)
+    s.request("describe the groups", SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group, s.name("g2")],
+                                                               "include_authorized_operations": False})
