@@ -326,8 +326,11 @@ class SharePartitions:
                               self.clock.now_ms(), mode, aborted)
         if not acquired:
             return PartitionResult()
-        chunks = [bytes(data[start:end]) for first, last, start, end in spans
-                  if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
+        # From the batch of the first acquired record to that of the last, as Kafka slices what it read (the
+        # batches in between go too: an aborted transaction's, records done meanwhile).
+        held = [i for i, (first, last, _, _) in enumerate(spans)
+                if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
+        chunks = [bytes(data[start:end]) for _, _, start, end in spans[held[0]:held[-1] + 1]]
         self._persist((group_id, topic_id, index), sp)
         self.changed()  # the lock-expiry timer may sleep past the new locks' deadline
         return PartitionResult(acquired=acquired, records=b"".join(chunks))

@@ -19,6 +19,14 @@ from tests.reference.scenarios.common import (
     create_topic,
     produce,
 )
+from tests.reference.scenarios.transactions import (
+    add_partitions,
+    end,
+    find_txn_coordinator,
+    first_init,
+    txn_batch,
+    wait_state,
+)
 
 SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
 GROUP = 32  # ConfigResource type
@@ -266,3 +274,41 @@ def alter_share_group_offsets_of_a_new_group(s: Session) -> None:
     describe_offsets(s, "the new group's offsets", group, 12)
     s.request("describe the groups", SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group, s.name("g2")],
                                                                "include_authorized_operations": False})
+
+
+@scenario(releases=V2)
+def share_fetch_isolation_levels(s: Session) -> None:
+    """share.isolation.level: a read_committed share group gets the records up to the last stable offset and
+    none of an aborted transaction; a read_uncommitted one gets them all (the transaction markers are in the
+    acquired ranges of both: clients acknowledge them as gaps)."""
+    topic, txn = s.name("t"), s.name("txn")
+    committed, uncommitted = s.name("committed"), s.name("uncommitted")
+    create_topic(s, "create", topic)
+    for group, level in ((committed, "read_committed"), (uncommitted, "read_uncommitted")):
+        alter_group(s, f"{level} group", group, {"share.auto.offset.reset": "earliest",
+                                                 "share.isolation.level": level})
+    find_txn_coordinator(s, txn)
+    first = first_init(s, "init", txn)
+    pid, epoch = first.get("producer_id", -1), first.get("producer_epoch", -1)
+    produce(s, "plain 0", topic, batch([b"p0"]))
+    add_partitions(s, "add", txn, pid, epoch, topic)
+    produce(s, "txn 1-2 (to abort)", topic, txn_batch([b"a1", b"a2"], pid, epoch, 0), transactional_id=txn)
+    produce(s, "plain 3", topic, batch([b"p3"]))
+    end(s, "abort", txn, pid, epoch, False)
+    wait_state(s, "abort completed", txn, {"CompleteAbort"})
+    add_partitions(s, "add again", txn, pid, epoch, topic)
+    produce(s, "txn 5 (to commit)", topic, txn_batch([b"c1"], pid, epoch, 2), transactional_id=txn)
+    end(s, "commit", txn, pid, epoch, True)
+    wait_state(s, "commit completed", txn, {"CompleteCommit"})
+    add_partitions(s, "add a third time", txn, pid, epoch, topic)
+    produce(s, "txn 7 (left open)", topic, txn_batch([b"o1"], pid, epoch, 3), transactional_id=txn)
+    answer = s.request("topic id", METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}, record=False)
+    topic_id = uuid.UUID(str(answer["topics"][0]["topic_id"]))
+    for group, name in ((committed, "rc"), (uncommitted, "ru")):
+        member = Member(s, group, topic, topic_id, name)
+        member.first_fetch(f"{name}: fetch", 100, mode=BATCH_OPTIMIZED)
+        member.acknowledge(f"{name}: accept 0-7", [ack(0, 7, ACCEPT)])
+        describe_offsets(s, f"{name}: offsets", group, 1 if group == committed else 0)
+    end(s, "abort the open transaction", txn, pid, epoch, False)
