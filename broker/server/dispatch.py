@@ -188,7 +188,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.SHARE_FETCH, 1, 2, "share_fetch", "ShareFetchRequest", "ShareFetchResponse"),
         Api(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, "share_acknowledge", "ShareAcknowledgeRequest",
             "ShareAcknowledgeResponse"),
-        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 0, "describe_share_group_offsets",
+        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, "describe_share_group_offsets",
             "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
         Api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, "alter_share_group_offsets", "AlterShareGroupOffsetsRequest",
             "AlterShareGroupOffsetsResponse"),

@@ -470,6 +470,14 @@ class GroupService:
         stored = await self.durable(request["group_id"])
         return ShareHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
 
+    async def create_share_group(self, group_id: str, epoch: int) -> ErrorCode:
+        """An empty share group (AlterShareGroupOffsets of a group not there yet), once its record is durable."""
+        await self.loaded.wait()
+        error = self.error_for(group_id) or self.share.create_empty(group_id, epoch, self.clock.now_ms())
+        if error:
+            return error
+        return await self.durable(group_id) or ErrorCode.NONE
+
     async def streams_group_heartbeat(self, request: HeartbeatRequest) -> StreamsHeartbeatResult:
         """StreamsGroupHeartbeat (KIP-1071): answered once its records are durable."""
         await self.loaded.wait()
