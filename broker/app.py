@@ -117,6 +117,13 @@ class Broker:
                                         group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
 
     @functools.cached_property
+    def fetch_sessions(self) -> Any:
+        """KIP-227: the fetch session cache (broker.services.fetch_sessions.FetchSessionCache)."""
+        from broker.services.fetch_sessions import FetchSessionCache
+
+        return FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots)
+
+    @functools.cached_property
     def group_configs(self) -> Any:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs

@@ -46,6 +46,7 @@ NOT_AT_STARTUP = (
     "broker.services.transactions",
     "broker.services.share_partitions",
     "broker.services.marker_writer",
+    "broker.services.fetch_sessions",
     "broker.cluster",
     "broker.security.tls",
     "broker.security.sasl",

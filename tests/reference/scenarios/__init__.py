@@ -5,6 +5,7 @@ from tests.reference.scenarios import (  # noqa: F401
     configs,
     consumer_groups,
     fetch,
+    fetch_sessions,
     groups,
     legacy,
     metadata,
