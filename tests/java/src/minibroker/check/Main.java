@@ -34,6 +34,7 @@ public final class Main {
         ConsumerChecks.register(checks);
         AdminChecks.register(checks);
         ShareChecks.register(checks);
+        FetchSessionChecks.register(checks);
         return checks;
     }
 
