@@ -234,8 +234,9 @@ class Broker:
             partition.log.flush()
 
     def close(self) -> None:
-        self.flush_all()
-        self.topics.close()
+        if self.config.durable_stop:
+            self.flush_all()
+        self.topics.close(durable=self.config.durable_stop)
         self.block_store.close()
 
 

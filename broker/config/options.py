@@ -291,6 +291,9 @@ class BrokerConfig:
     schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
+    # A stop flushes every log and marks the shutdown clean; off for a test's throwaway data dir (the fixture
+    # brokers): logs closed as they are, no fdatasync, no mark (a restart recovers them by scanning).
+    durable_stop: bool = True
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
