@@ -78,11 +78,15 @@ class Params:
     many_partitions: int = 1000  # the restart and per-partition memory rows
     restart_msgs: int = 5  # per partition, before the restart
     idle_connections: int = 200
+    suite_tests: int = 20  # the test-suite rows: tests per generated module
+    session_partitions: int = 1000  # the fetch-session row: partitions the Java consumer fetches
+    session_records: int = 200  # ...and records trickled to them, one every 20 ms
     timeout: float = 180.0
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(n_small=20_000, n_large=2_000, kp_n=5_000, lat_n=300, txn_k=30, join_trials=1, timeout=90.0)
+        return cls(n_small=20_000, n_large=2_000, kp_n=5_000, lat_n=300, txn_k=30, join_trials=1, suite_tests=5,
+                   session_records=30, timeout=90.0)
 
 
 def payload(size: int) -> bytes:
@@ -619,6 +623,14 @@ def memory(p: Params, prefix: str) -> dict[str, Any]:
             "kib_per_partition": round((with_partitions - before_partitions) / p.many_partitions, 2), "ok": True}
 
 
+def suite_cost(bootstrap: str, p: Params) -> dict[str, Any]:
+    """The test-suite rows (benchmarks/suite_cost.py): minibroker's fixture starts a broker per test, any other
+    broker is the one under test, reused."""
+    from benchmarks.suite_cost import suite_cost as run
+
+    return run(bootstrap, p.suite_tests, p.timeout, fresh_per_test=_spec().is_minibroker)
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -665,6 +677,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              minibroker_only=True, also=(("restart_clean_served", "served_ms"),)),
     Scenario("restart_kill", lambda b, p, x: restart(p, x, signal.SIGKILL), "api_versions_ms", "ms", False,
              minibroker_only=True, also=(("restart_kill_served", "served_ms"),)),
+    # A user's test suite: per test, with a fresh fixture broker each (minibroker) or one reused broker (the
+    # others): a topic, the first message through a group, a transaction; and a test producing one message.
+    Scenario("suite_test", lambda b, p, x: suite_cost(b, p), "steps_ms", "ms", False,
+             also=(("suite_produce_test", "produce_ms"),)),
     # What an idle connection and a partition cost in resident memory (each broker on a fresh one of its own).
     Scenario("rss_per_connection", lambda b, p, x: memory(p, x), "kib_per_connection", "KiB", False,
              also=(("rss_per_partition", "kib_per_partition"),)),
