@@ -631,6 +631,13 @@ def suite_cost(bootstrap: str, p: Params) -> dict[str, Any]:
     return run(bootstrap, p.suite_tests, p.timeout, fresh_per_test=_spec().is_minibroker)
 
 
+def fetch_session_row(bootstrap: str, p: Params) -> dict[str, Any]:
+    """benchmarks/fetch_session_row.py with the broker under test's CPU."""
+    from benchmarks.fetch_session_row import fetch_sessions
+
+    return fetch_sessions(bootstrap, p.session_partitions, p.session_records, p.timeout, broker_cpu)
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -681,6 +688,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     # others): a topic, the first message through a group, a transaction; and a test producing one message.
     Scenario("suite_test", lambda b, p, x: suite_cost(b, p), "steps_ms", "ms", False,
              also=(("suite_produce_test", "produce_ms"),)),
+    # A Java consumer over 1,000 partitions in a fetch session (KIP-227), a trickle of writes: the broker's CPU
+    # per fetch and the end-to-end latency.
+    Scenario("fetch_session_cpu", lambda b, p, x: fetch_session_row(b, p), "broker_cpu_ms_per_fetch", "ms", False,
+             also=(("fetch_session_latency_p50", "p50_ms"), ("fetch_session_latency_p99", "p99_ms"))),
     # What an idle connection and a partition cost in resident memory (each broker on a fresh one of its own).
     Scenario("rss_per_connection", lambda b, p, x: memory(p, x), "kib_per_connection", "KiB", False,
              also=(("rss_per_partition", "kib_per_partition"),)),
