@@ -15,8 +15,8 @@ from broker.services.fetch_sessions import (
     CachedPartition,
     ContextKind,
     FetchSessionCache,
-    next_epoch,
     new_context,
+    next_epoch,
 )
 from protocol.header import ErrorCode
 

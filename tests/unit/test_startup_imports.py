@@ -47,6 +47,8 @@ NOT_AT_STARTUP = (
     "broker.services.share_partitions",
     "broker.services.marker_writer",
     "broker.services.fetch_sessions",
+    "protocol.schema",
+    "construct",
     "broker.cluster",
     "broker.security.tls",
     "broker.security.sasl",
