@@ -18,8 +18,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from coordinator.consumer_group_coordinator import GroupError, RecordStore, TopicsView
-from coordinator.group_coordinator import StoreError
+from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
 from coordinator.streams_assignor import AssignmentMember, TaskAssignorError, assign
 from coordinator.streams_group import (
     LEAVE_GROUP_MEMBER_EPOCH,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.consumer_group_coordinator import GroupError
+from coordinator.group_interfaces import GroupError
 from coordinator.streams_group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     StreamsGroup,

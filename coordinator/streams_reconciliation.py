@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.consumer_group_coordinator import GroupError
+from coordinator.group_interfaces import GroupError
 from coordinator.streams_group import AssignedTasks, MemberState, StreamsGroupMember, TaskEpochs, TaskSet, TasksTuple
 from protocol.header import ErrorCode
 

@@ -47,9 +47,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     # to add the partition for a version 2 producer (KIP-890: it sends no AddOffsetsToTxn).
     if txns.error_for(req.transactional_id):
         error = ErrorCode.NONE
-        if version >= 5 and ctx.broker.replicas is not None:
-            added = await ctx.broker.cluster.verify_transaction(req.transactional_id, req.producer_id,
-                                                                req.producer_epoch, [partition], verify_only=False)
+        if version >= 5 and ctx.broker.zk_cluster is not None:
+            added = await ctx.broker.zk_cluster.verify_transaction(req.transactional_id, req.producer_id,
+                                                                   req.producer_epoch, [partition],
+                                                                   verify_only=False)
             # An unreachable or moved transaction coordinator: retriable, as Kafka maps a coordinator's
             # NOT_ENOUGH_REPLICAS.
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE if added[partition] == ErrorCode.NOT_ENOUGH_REPLICAS \

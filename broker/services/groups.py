@@ -23,8 +23,9 @@ from broker.services.durability import Durability
 from broker.services.internal_topics import partition_for, stored_batches
 from broker.services.topics import OFFSETS_TOPIC, Partition, Topic, TopicError, TopicManager
 from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
-from coordinator.group import GroupState, JoinResult, SyncResult
-from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
+from coordinator.group import GroupConfig, GroupState, JoinResult, SyncResult
+from coordinator.group_coordinator import GroupCoordinator
+from coordinator.group_interfaces import Record, StoreError
 from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, ShareHeartbeatResult
 from coordinator.streams_group_coordinator import StreamsGroupConfig, StreamsGroupCoordinator
 from coordinator.streams_heartbeat import HeartbeatRequest, StreamsHeartbeatResult
