@@ -129,6 +129,13 @@ class Broker:
                                         group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
 
     @functools.cached_property
+    def fetch_sessions(self) -> Any:
+        """KIP-227: the fetch session cache (broker.services.fetch_sessions.FetchSessionCache)."""
+        from broker.services.fetch_sessions import FetchSessionCache
+
+        return FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots)
+
+    @functools.cached_property
     def group_configs(self) -> Any:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs
@@ -280,8 +287,9 @@ class Broker:
             partition.log.flush()
 
     def close(self) -> None:
-        self.flush_all()
-        self.topics.close()
+        if self.config.durable_stop:
+            self.flush_all()
+        self.topics.close(durable=self.config.durable_stop)
         self.block_store.close()
 
 

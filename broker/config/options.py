@@ -166,6 +166,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("log.flush.policy", "fsync", str,
            "none | grouped | always: when acks=all answers relative to fdatasync (minibroker's own)."),
     Option("fetch.max.bytes", "fetch_max_bytes", int, "Upper bound on a Fetch response's size."),
+    Option("max.incremental.fetch.session.cache.slots", "max_incremental_fetch_session_cache_slots", int,
+           "Fetch sessions (KIP-227) kept at once, split over 8 shards as Kafka does (below 8: none)."),
     Option("connections.max.idle.ms", "connections_max_idle_ms", int, "Idle connections are closed after this."),
     Option("controlled.shutdown.timeout.ms", "shutdown_timeout_ms", int,
            "On SIGTERM/SIGINT, how long in-flight requests may take (minibroker's own)."),
@@ -310,6 +312,9 @@ class BrokerConfig:
     console_password_file: str | None = None  # the console's password (first line); required off loopback
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
+    # A stop flushes every log and marks the shutdown clean; off for a test's throwaway data dir (the fixture
+    # brokers): logs closed as they are, no fdatasync, no mark (a restart recovers them by scanning).
+    durable_stop: bool = True
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
@@ -337,6 +342,7 @@ class BrokerConfig:
     log_cleaner_dedupe_buffer_entries: int = 1_000_000
     fsync: str = "grouped"
     fetch_max_bytes: int = 55 * 1024 * 1024
+    max_incremental_fetch_session_cache_slots: int = 1000
     connections_max_idle_ms: int = 600_000
     shutdown_timeout_ms: int = 5_000
     zookeeper_connect: str | None = None
@@ -480,6 +486,8 @@ class BrokerConfig:
             raise ValueError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         if self.num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
+        if self.max_incremental_fetch_session_cache_slots < 0:
+            raise ValueError("max.incremental.fetch.session.cache.slots must be at least 0")
         if self.offsets_topic_num_partitions < 1:
             raise ValueError("offsets.topic.num.partitions must be at least 1")
         if self.transaction_state_log_num_partitions < 1:

@@ -120,7 +120,8 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch", long_poll=True),
         Api(ApiKey.LIST_OFFSETS, 0, 11, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
-        Api(ApiKey.API_VERSIONS, 0, 5, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 5, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse",
+            codec="api_versions"),
         # Answered by the connection during an authentication (broker.security.authenticator); the handlers
         # answer the other cases (ILLEGAL_SASL_STATE), as Kafka's KafkaApis does.
         Api(ApiKey.SASL_HANDSHAKE, 0, 1, "sasl_handshake", "SaslHandshakeRequest", "SaslHandshakeResponse"),

@@ -35,7 +35,7 @@ LEGITIMATE = {
     "host": "each broker listens on its own address",
     "port": "each broker listens on its own port",
     "finalized_features_epoch": "Kafka: the offset of the metadata log record; minibroker has no such log",
-    "session_id": "Fetch sessions (KIP-227) get random ids",
+    "session_id": "Fetch sessions (KIP-227) get random ids (0, no session, is compared as it is)",
     # broker clock readings: only whether one was given (-1 or a time) is compared
     "log_append_time_ms": "the broker's clock",
     "transaction_start_time_ms": "the broker's clock",
@@ -393,7 +393,7 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
         return "<not compared>"
     if key in LEGITIMATE:
         if isinstance(value, int) and not isinstance(value, bool) and key not in ("port", "throttle_time_ms"):
-            return value if value < 0 else "<set>"
+            return value if value < 0 or (value == 0 and key == "session_id") else "<set>"
         return None if value is None else "<set>"
     if key in IDENTITIES:
         kind = IDENTITIES[key]

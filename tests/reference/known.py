@@ -25,8 +25,6 @@ _AUTO_CREATE = ("minibroker creates an auto-created topic at once and describes 
                 "answer; Kafka answers LEADER_NOT_AVAILABLE (3.x) or UNKNOWN_TOPIC_OR_PARTITION (4.x) first")
 _WHOLE_BATCHES = ("Fetch returns whole batches only; Kafka cuts a fetch inside a batch at its byte limit "
                   "(clients drop that part) and lists the aborted transactions of the cut batch")
-_NO_SESSIONS = ("fetch sessions (KIP-227) are not kept: every fetch is a full one with session id 0, as on a "
-                "Kafka broker whose session cache is full")
 
 KNOWN: list[Known] = [
     Known("metadata_auto_create", "first ask creates", "*", _AUTO_CREATE, deliberate=True),
@@ -36,7 +34,6 @@ KNOWN: list[Known] = [
     Known("*", "*", "*.records.cut_off_tail", _WHOLE_BATCHES, deliberate=True),
     Known("read_committed", "read_committed, first batch only", "*aborted_transactions*", _WHOLE_BATCHES,
           deliberate=True),
-    Known("fetch_edges", "incremental*", "*", _NO_SESSIONS, deliberate=True),
     Known("produce_errors", "gzip flag on plain bytes", "*", "no decompression on the produce path: a corrupt "
           "compressed payload is stored; Kafka decompresses every compressed batch to check it", deliberate=True),
     Known("produce_errors", "null records", "*", "a null record set gets INVALID_RECORD; Kafka fails the "

@@ -7,6 +7,7 @@ from tests.reference.scenarios import (  # noqa: F401
     decoder_limits,
     features,
     fetch,
+    fetch_sessions,
     groups,
     legacy,
     metadata,

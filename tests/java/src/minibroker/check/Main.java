@@ -38,6 +38,7 @@ public final class Main {
         FeatureChecks.register(checks);
         QuotaChecks.register(checks);
         ShareChecks.register(checks);
+        FetchSessionChecks.register(checks);
         return checks;
     }
 
