@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps reference-deps run cluster test lint bench fuzz soak chaos load pipeline clean bytecode certs \
+.PHONY: install system-deps container-deps compose-test reference-deps run cluster test lint bench fuzz soak chaos load pipeline clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
 
 install: $(VENV)/.installed
@@ -47,6 +47,16 @@ test: install system-deps
 # starts a broker on 127.0.0.1:9092 unless one answers there (see README, "The data pipeline").
 pipeline: install system-deps
 	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
+
+# The images and docker-compose.yml run for real (tests/containers/, docs/containers.md): podman as the engine
+# (root; installed from apt), base images made locally with mmdebstrap (cached in ~/.cache/minibroker, no
+# registry), `docker run -p 9092:9092` and the compose services with clients on the host, the broker recreated on
+# its volume, the pipeline service, the cluster profile with a broker killed; everything removed at the end.
+container-deps:
+	@scripts/install-container-deps.sh
+
+compose-test: install system-deps container-deps
+	MINIBROKER_CONTAINER_TESTS=1 $(PY) -m pytest -ra $(PYTEST_ARGS) tests/containers
 
 lint: install
 	$(VENV)/bin/ruff check .
