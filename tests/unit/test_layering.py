@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
                       "broker.security", "broker.cluster", "broker.testkit"},
 }
 # The harness and entry points: above everything (broker.testkit itself: its lazy re-export of the harness).
-TOP = ("broker", "broker.cli", "broker.__main__", "broker.testing", "broker.testkit", "broker.testkit.plugin",
+TOP = ("broker", "broker.cli", "broker.__main__", "broker.healthcheck", "broker.testing", "broker.testkit", "broker.testkit.plugin",
        "broker.testkit.broker_thread", "broker.testkit.cluster", "broker.testkit.wire", "broker.testkit.zookeeper",
        "broker.testkit.security")
 
@@ -147,8 +147,8 @@ def test_no_module_imports_its_importer() -> None:
 
 def test_broker_top_level_holds_only_entry_modules() -> None:
     top_level = sorted(p.name for p in (ROOT / "broker").glob("*.py"))
-    assert top_level == ["__init__.py", "__main__.py", "app.py", "cli.py", "clock.py", "log_format.py",
-                         "testing.py"]
+    assert top_level == ["__init__.py", "__main__.py", "app.py", "cli.py", "clock.py", "healthcheck.py",
+                         "log_format.py", "testing.py"]
 
 
 def test_the_rules_catch_a_forbidden_import() -> None:
