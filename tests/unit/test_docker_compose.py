@@ -6,35 +6,15 @@ jobs' parsers take. tests/containers/ (`make compose-test`) runs the file for re
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
 from broker.cli import ADVERTISED_ENV, build_parser, config_from_args
 from jobs import kafka_to_spark, spark_to_kafka
-
-REPO = Path(__file__).resolve().parents[2]
-COMPOSE = REPO / "docker-compose.yml"
-
-
-def resolved(**variables: str) -> dict:
-    """The compose file as docker-compose reads it, with these variables set (and no others of ours)."""
-    if shutil.which("docker-compose") is None:
-        missing = "docker-compose is not installed (Debian: apt-get install docker-compose; make test installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MINIBROKER_")} | variables
-    result = subprocess.run(["docker-compose", "-f", str(COMPOSE), "config"], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return yaml.safe_load(result.stdout)
+from tests.compose_file import REPO, resolved
 
 
 @pytest.fixture(scope="module")

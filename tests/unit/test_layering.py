@@ -39,9 +39,9 @@ ALLOWED: dict[str, set[str]] = {
                       "broker.security", "broker.cluster", "broker.testkit"},
 }
 # The harness and entry points: above everything (broker.testkit itself: its lazy re-export of the harness).
-TOP = ("broker", "broker.cli", "broker.__main__", "broker.healthcheck", "broker.testing", "broker.testkit", "broker.testkit.plugin",
-       "broker.testkit.broker_thread", "broker.testkit.cluster", "broker.testkit.wire", "broker.testkit.zookeeper",
-       "broker.testkit.security")
+TOP = ("broker", "broker.cli", "broker.__main__", "broker.healthcheck", "broker.testing", "broker.testkit",
+       "broker.testkit.plugin", "broker.testkit.broker_thread", "broker.testkit.cluster", "broker.testkit.wire",
+       "broker.testkit.zookeeper", "broker.testkit.security")
 
 
 def _module_name(path: Path) -> str:
