@@ -6,9 +6,11 @@ share the compose project (`make compose-test`)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -17,6 +19,7 @@ from broker.healthcheck import answers_api_versions
 from tests.containers.conftest import Compose, timed
 from tests.containers.podman import Podman
 
+DOC = Path(__file__).resolve().parents[2] / "docs" / "containers.md"
 # Quiet clients: a refused connection to a broker that is starting or was killed is expected here.
 CLIENT = {"log_level": 3, "socket.connection.setup.timeout.ms": 5000}
 
@@ -86,6 +89,7 @@ def test_docker_run_serves_clients_on_the_host(engine: Podman, compose: Compose)
     port = compose.ports["MINIBROKER_PORT"]
     options = ["-p", "9092:9092"] if port == 9092 else ["-p", f"{port}:9092",
                                                        "-e", f"MINIBROKER_ADVERTISED=localhost:{port}"]
+    assert f"docker run {' '.join(options)} minibroker\n" in DOC.read_text().replace("19092", str(port))
     bootstrap = f"localhost:{port}"
     started = time.monotonic()
     engine.check("run", "-d", "--name", "mbct-run", *options, "minibroker:latest")
@@ -96,6 +100,9 @@ def test_docker_run_serves_clients_on_the_host(engine: Podman, compose: Compose)
         values = [f"run-{i}" for i in range(1000)]
         produce(bootstrap, topic, values)
         assert sorted(consume(bootstrap, topic, len(values), "run-readers")) == sorted(values)
+        # The page's own client snippet (kafka-python), as a user on the host runs it.
+        snippet = re.search(r"```python\n(.*?)```", DOC.read_text(), re.S).group(1)
+        exec(compile(snippet.replace("localhost:9092", bootstrap), str(DOC), "exec"), {})  # noqa: S102
     finally:
         engine.podman("rm", "-f", "-t", "5", "mbct-run")
     timed(f"docker run {' '.join(options)} minibroker: start, 1,000 produced and consumed from the host", started)

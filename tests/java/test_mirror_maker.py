@@ -6,6 +6,7 @@ from minibroker to a Kafka 4.4 node (KRaft), and the group resumes on Kafka wher
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from tests import kafka_jars
 from tests.java.jvm import require
 from tests.reference import releases
 
+DOC = Path(__file__).resolve().parents[2] / "docs" / "moving-to-kafka.md"
+
 # connect-mirror 4.4.0 is not served by the Maven registry here (4.3.1 is the newest that is): MirrorMaker
 # 4.3.1, with its own 4.3.1 clients, between minibroker and a Kafka 4.4 node.
 MM2_RELEASE = "4.3.1"
@@ -31,34 +34,25 @@ RECORDS_PER_PARTITION = 100
 CLIENT = {"log_level": 3}
 
 
-def mm2_properties(source: str, target: str, topic: str, group: str, logs: Path) -> str:
-    """A dedicated MirrorMaker 2 for one flow, minibroker -> kafka, keeping topic names (the identity
-    replication policy, as a move wants), checkpoints every second synced to the target's groups."""
-    return f"""\
-clusters = minibroker, kafka
+def mm2_properties(source: str, target: str) -> str:
+    """docs/moving-to-kafka.md's mm2.properties, pointed at these two brokers, for a one-node Kafka and with
+    test-speed intervals (a later line of a properties file wins)."""
+    documented = re.search(r"```properties\n(.*?)```", DOC.read_text(), re.S)
+    assert documented, "docs/moving-to-kafka.md has no properties block"
+    return documented.group(1) + f"""\
 minibroker.bootstrap.servers = {source}
 kafka.bootstrap.servers = {target}
-minibroker->kafka.enabled = true
-minibroker->kafka.topics = {topic}
-minibroker->kafka.groups = {group}
-kafka->minibroker.enabled = false
-kafka->minibroker.emit.heartbeats.enabled = false
-replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy
-sync.group.offsets.enabled = true
+replication.factor = 1
+checkpoints.topic.replication.factor = 1
+heartbeats.topic.replication.factor = 1
+offset.storage.replication.factor = 1
+status.storage.replication.factor = 1
+config.storage.replication.factor = 1
 sync.group.offsets.interval.seconds = 1
 emit.checkpoints.interval.seconds = 1
 emit.heartbeats.interval.seconds = 1
 refresh.topics.interval.seconds = 5
 refresh.groups.interval.seconds = 5
-offset.lag.max = 0
-offset.flush.interval.ms = 1000
-replication.factor = 1
-checkpoints.topic.replication.factor = 1
-heartbeats.topic.replication.factor = 1
-offset-syncs.topic.replication.factor = 1
-offset.storage.replication.factor = 1
-status.storage.replication.factor = 1
-config.storage.replication.factor = 1
 """
 
 
@@ -193,7 +187,7 @@ def test_mirror_maker_moves_a_topic_its_configs_and_a_group_to_kafka(minibroker,
     admin = AdminClient({**CLIENT, "bootstrap.servers": minibroker})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1, config=configs)])[topic].result(30)
 
-    mm2 = require(start_mirror_maker, tmp_path, mm2_properties(minibroker, kafka.bootstrap, topic, group, tmp_path))
+    mm2 = require(start_mirror_maker, tmp_path, mm2_properties(minibroker, kafka.bootstrap))
     try:
         wait_for(lambda: partition_count(kafka.bootstrap, topic) == PARTITIONS, 120, "the topic created on Kafka",
                  mm2, tmp_path)
