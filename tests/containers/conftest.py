@@ -28,15 +28,13 @@ ENABLED = os.environ.get("MINIBROKER_CONTAINER_TESTS") == "1"
 # The host ports the compose file publishes by default, and the variables that change them. A default taken on
 # this host (another broker on a shared machine) is replaced by a free port, as a user would do.
 DEFAULT_PORTS = {"MINIBROKER_PORT": 9092, "MINIBROKER_PORT_1": 19092, "MINIBROKER_PORT_2": 19093,
-                 "MINIBROKER_PORT_3": 19094}
+                 "MINIBROKER_PORT_3": 19094, "MINIBROKER_REGISTRY_PORT": 8081}
 TIMINGS: list[tuple[str, float]] = []
 SIZES: dict[str, str] = {}
 
 
-@pytest.fixture(autouse=True)
-def _only_when_asked() -> None:
-    if not ENABLED:
-        pytest.skip("container tests: `make compose-test` runs them (podman, docker-compose, mmdebstrap)")
+SKIP_UNLESS_ASKED = pytest.mark.skipif(
+    not ENABLED, reason="container tests: `make compose-test` runs them (podman, docker-compose, mmdebstrap)")
 
 
 class Compose:
@@ -108,6 +106,7 @@ def _remove_leftovers(engine: Podman, compose: Compose) -> None:
 @pytest.fixture(scope="session")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
     """podman with its socket serving, the base images present and health checks running."""
+    assert ENABLED, "the container tests' engine is started only by `make compose-test`"
     missing = available()
     if missing:
         pytest.fail(missing)

@@ -16,10 +16,12 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.healthcheck import answers_api_versions
-from tests.containers.conftest import Compose, timed
+from tests.containers.conftest import SKIP_UNLESS_ASKED, Compose, timed
 from tests.containers.podman import Podman
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "containers.md"
+# Skipped before any fixture starts (a skip inside a fixture would come after the session's engine).
+pytestmark = SKIP_UNLESS_ASKED
+DOC = Path(__file__).resolve().parents[2] / "docs/running/docker-compose.md"
 # Quiet clients: a refused connection to a broker that is starting or was killed is expected here.
 CLIENT = {"log_level": 3, "socket.connection.setup.timeout.ms": 5000}
 

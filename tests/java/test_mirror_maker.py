@@ -23,7 +23,8 @@ from tests import kafka_jars
 from tests.java.jvm import require
 from tests.reference import releases
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "moving-to-kafka.md"
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs/moving-to-kafka.md"
 
 # connect-mirror 4.4.0 is not served by the Maven registry here (4.3.1 is the newest that is): MirrorMaker
 # 4.3.1, with its own 4.3.1 clients, between minibroker and a Kafka 4.4 node.
@@ -37,8 +38,8 @@ CLIENT = {"log_level": 3}
 def mm2_properties(source: str, target: str) -> str:
     """docs/moving-to-kafka.md's mm2.properties, pointed at these two brokers, for a one-node Kafka and with
     test-speed intervals (a later line of a properties file wins)."""
-    documented = re.search(r"```properties\n(.*?)```", DOC.read_text(), re.S)
-    assert documented, "docs/moving-to-kafka.md has no properties block"
+    documented = re.search(r"`mm2.properties`.*?```ini\n(.*?)```", DOC.read_text(), re.S)
+    assert documented, f"{DOC} shows no mm2.properties"
     return documented.group(1) + f"""\
 minibroker.bootstrap.servers = {source}
 kafka.bootstrap.servers = {target}
@@ -73,7 +74,7 @@ def start_mirror_maker(workdir: Path, properties: str) -> subprocess.Popen[bytes
             [java, "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}",
              "-cp", os.pathsep.join(map(str, jars)), "org.apache.kafka.connect.mirror.MirrorMaker",
-             str(workdir / "mm2.properties"), "--clusters", "kafka"],
+             str(workdir / "mm2.properties"), "--clusters", "kafka"],  # the page's connect-mirror-maker.sh line
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     finally:
         out.close()

@@ -34,9 +34,10 @@ def test_broker_command_line_is_one_the_cli_takes(compose) -> None:
     # One listener for the compose network, one for clients on the host through the published port 9092.
     assert advertised[("broker", 29092)] == ("0.0.0.0", 29092)
     assert advertised[("localhost", 9092)] == ("0.0.0.0", 9092)
-    assert broker["ports"] == ["127.0.0.1:9092:9092/tcp"]
+    assert broker["ports"] == ["127.0.0.1:9092:9092/tcp", "127.0.0.1:8081:8081/tcp"]
     assert str(config.data_dir) == broker["volumes"][0].split(":")[1]
     assert config.inter_broker_listener().name == "INTERNAL"
+    assert config.schema_registry == "0.0.0.0:8081"
 
 
 def test_cluster_profile_brokers_are_one_cluster(compose) -> None:
@@ -62,8 +63,8 @@ def test_ports_are_published_on_loopback_unless_asked_wider(compose) -> None:
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:"), (name, port)
     wider = resolved(MINIBROKER_BIND="0.0.0.0", MINIBROKER_HOST="broker.example", MINIBROKER_PORT="29999",
-                     MINIBROKER_PORT_2="29993")["services"]
-    assert wider["broker"]["ports"] == ["0.0.0.0:29999:9092/tcp"]
+                     MINIBROKER_PORT_2="29993", MINIBROKER_REGISTRY_PORT="28081")["services"]
+    assert wider["broker"]["ports"] == ["0.0.0.0:29999:9092/tcp", "0.0.0.0:28081:8081/tcp"]
     external = next(li for li in cli_config(wider["broker"]).listeners if li.name == "EXTERNAL")
     assert (external.advertised_host, external.advertised_port, external.port) == ("broker.example", 29999, 9092)
     assert wider["broker-2"]["ports"] == ["0.0.0.0:29993:19093/tcp"]
@@ -121,7 +122,7 @@ def test_dockerfile_has_the_stages_compose_builds(compose) -> None:
         assert compose["services"][service]["build"]["target"] in stages
     broker_stage = dockerfile.split("AS broker", 1)[1]
     assert 'ENTRYPOINT ["python", "-m", "broker"]' in broker_stage and "EXPOSE 9092" in broker_stage
-    assert "pip install --no-cache-dir ." in dockerfile
+    assert "pip install --no-cache-dir '.[registry]'" in dockerfile  # the HTTP services and the schema registry
 
 
 def test_the_image_advertises_the_published_port_to_host_clients(monkeypatch) -> None:
