@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tests import kafka_jars
@@ -33,6 +33,7 @@ TARGET_RELEASE = "4.4"
 PARTITIONS = 3
 RECORDS_PER_PARTITION = 100
 CLIENT = {"log_level": 3}
+OFFSET_SYNCS = "mm2-offset-syncs.kafka.internal"  # MM2's name: offset-syncs on the source, for target `kafka`
 
 
 def mm2_properties(source: str, target: str) -> str:
@@ -179,6 +180,17 @@ def end_offsets(bootstrap: str, topic: str) -> list[int]:
         consumer.close()
 
 
+def offset_syncs(source: str) -> int:
+    """How many offset syncs MM2 wrote to minibroker (its offset-syncs topic, one partition, on the source)."""
+    consumer = Consumer({**CLIENT, "bootstrap.servers": source, "group.id": "end-offsets"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(OFFSET_SYNCS, 0), timeout=10)[1]
+    except KafkaException:
+        return 0  # not created yet
+    finally:
+        consumer.close()
+
+
 def test_mirror_maker_moves_a_topic_its_configs_and_a_group_to_kafka(minibroker, kafka_reference, tmp_path):
     """The move as MirrorMaker 2 does it: MM2 copies while producers and consumers still use minibroker; the
     consumers stop there and start on Kafka, from the offsets MM2 translated and committed for their group."""
@@ -197,18 +209,22 @@ def test_mirror_maker_moves_a_topic_its_configs_and_a_group_to_kafka(minibroker,
             if name != "cleanup.policy":  # Kafka's default too: a default is not copied (use.defaults.from)
                 assert copied[name] == (value, True), (name, copied[name])
 
-        # Producers go on writing to minibroker; MM2 copies as they write. MM2 records an offset sync per
-        # record copied while at most 10 are in flight (offset.lag.max=0): rounds of 9 keep every offset
-        # translatable, so the group's position below translates exactly.
+        # Producers go on writing to minibroker; MM2 copies as they write. With offset.lag.max=0 MM2 records an
+        # offset sync on minibroker for each record copied, but keeps at most 10 unanswered and folds the
+        # others of a partition into its latest: rounds of 9, the next once every sync of one is written, keep
+        # every offset translatable, so the group's position below translates exactly.
         values = [f"order-{i}" for i in range(PARTITIONS * RECORDS_PER_PARTITION)]
         producer = Producer({**CLIENT, "bootstrap.servers": minibroker, "enable.idempotence": True})
         for start in range(0, len(values), 9):
-            for i in range(start, min(start + 9, len(values))):
+            end = min(start + 9, len(values))
+            for i in range(start, end):
                 producer.produce(topic, values[i].encode(), key=str(i).encode(), partition=i % PARTITIONS)
             assert producer.flush(30) == 0
             written = end_offsets(minibroker, topic)
             wait_for(lambda: end_offsets(kafka.bootstrap, topic) == written, 60,  # noqa: B023 - used at once
                      f"records up to {written} copied", mm2, tmp_path)
+            wait_for(lambda: offset_syncs(minibroker) >= end, 60,  # noqa: B023 - used at once
+                     f"{end} offset syncs written", mm2, tmp_path)
 
         # The group stops part way on minibroker: where it stopped is where it resumes on Kafka.
         consumed = read(minibroker, group, topic, count=180)
