@@ -4,7 +4,8 @@ health checks run by this harness (podman runs them only through systemd). `make
 tests (MINIBROKER_CONTAINER_TESTS=1); `make test` skips them.
 
 Everything a test starts belongs to the compose project `minibroker-ct` or is a container named `mbct-*`:
-removed before the first test (what an interrupted run left) and after the last, passed or failed.
+removed before the first test (what an interrupted run left) and after the last, passed or failed. So two runs
+on one machine (one podman) get in each other's way: run one at a time.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -138,11 +139,6 @@ def compose(engine: Podman) -> Compose:
                   base_images.ZOOKEEPER.name):
         SIZES[image] = engine.check("image", "inspect", "--format", "{{.Size}}", image).strip()
     return compose
-
-
-@pytest.fixture
-def timer() -> Callable[[str, float], None]:
-    return timed
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
