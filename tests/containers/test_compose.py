@@ -18,23 +18,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.healthcheck import answers_api_versions
 from tests.containers.conftest import SKIP_UNLESS_ASKED, Compose, timed
 from tests.containers.podman import Podman
+from tests.integration.conftest import wait_until
 
 # Skipped before any fixture starts (a skip inside a fixture would come after the session's engine).
 pytestmark = SKIP_UNLESS_ASKED
 DOC = Path(__file__).resolve().parents[2] / "docs/running/docker-compose.md"
 # Quiet clients: a refused connection to a broker that is starting or was killed is expected here.
 CLIENT = {"log_level": 3, "socket.connection.setup.timeout.ms": 5000}
-
-
-def wait_for(condition, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(interval)
 
 
 def produce(bootstrap: str, topic: str, values: list[str]) -> None:
@@ -96,7 +86,8 @@ def test_docker_run_serves_clients_on_the_host(engine: Podman, compose: Compose)
     started = time.monotonic()
     engine.check("run", "-d", "--name", "mbct-run", *options, "minibroker:latest")
     try:
-        wait_for(lambda: answers_api_versions("127.0.0.1", port) is None, 60, f"the broker answering on {port}")
+        wait_until(lambda: answers_api_versions("127.0.0.1", port) is None, 60, interval=0.2,
+                   message=f"the broker answering on {port}")
         assert advertised(bootstrap) == {bootstrap}
         topic = f"run-{uuid.uuid4().hex[:8]}"
         values = [f"run-{i}" for i in range(1000)]
@@ -163,13 +154,13 @@ def test_cluster_profile_loses_nothing_acknowledged_when_a_broker_is_killed(engi
     compose.wait_healthy("zookeeper", *brokers)
     host_port = {b: compose.ports[f"MINIBROKER_PORT_{b[-1]}"] for b in brokers}
     bootstrap = ",".join(f"localhost:{port}" for port in host_port.values())
-    wait_for(lambda: len(advertised(bootstrap)) == 3, 60, "metadata listing three brokers")
+    wait_until(lambda: len(advertised(bootstrap)) == 3, 60, interval=0.5, message="metadata listing three brokers")
     timed("compose --profile cluster up (three brokers healthy)", started)
 
     topic = f"cluster-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({**CLIENT, "bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
-    leader = wait_for(lambda: _leader(admin, topic), 30, "a leader for the new topic")
+    leader = wait_until(lambda: _leader(admin, topic), 30, interval=0.5, message="a leader for the new topic")
 
     acked: list[str] = []
     failed: list[str] = []
@@ -196,12 +187,12 @@ def test_cluster_profile_loses_nothing_acknowledged_when_a_broker_is_killed(engi
     thread = threading.Thread(target=keep_producing)
     thread.start()
     try:
-        wait_for(lambda: len(acked) >= 2000, 60, "2,000 acknowledged before the kill")
+        wait_until(lambda: len(acked) >= 2000, 60, message="2,000 acknowledged before the kill")
         killed = f"broker-{leader}"
         compose.run("kill", "-s", "SIGKILL", killed)
         at_kill = len(acked)
         started = time.monotonic()
-        wait_for(lambda: len(acked) >= at_kill + 2000, 120, "2,000 more acknowledged after the kill")
+        wait_until(lambda: len(acked) >= at_kill + 2000, 120, message="2,000 more acknowledged after the kill")
         timed(f"cluster: {killed} (the leader) killed; 2,000 more acknowledged", started)
     finally:
         stop.set()
