@@ -1,4 +1,5 @@
-# minibroker: `make run` starts a broker on localhost:9092 (its schema registry on localhost:8081), `make test` installs what is missing and tests.
+# minibroker: `make run` starts a broker on localhost:9092 (its schema registry on localhost:8081, its console on
+# http://localhost:8080), `make test` installs what is missing and tests.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,8 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps container-deps compose-test reference-deps run cluster test lint docs docs-serve bench fuzz soak chaos load pipeline \
+.PHONY: install system-deps container-deps compose-test reference-deps run cluster test lint docs docs-serve console-screenshots bench fuzz soak \
+	chaos load pipeline \
 	clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
 
@@ -19,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
-# Debian packages the tests need (ZooKeeper and Java); installed when running as root.
+# Debian packages the tests need (ZooKeeper, Java, Chromium and its driver); installed when running as root.
 system-deps:
 	@scripts/install-system-deps.sh
 
@@ -29,7 +31,7 @@ bytecode: install
 	@$(PY) -m compileall -q broker protocol coordinator zk > /dev/null
 
 run: install bytecode
-	$(PY) -m broker --schema-registry 127.0.0.1:8081 $(ARGS)
+	$(PY) -m broker --schema-registry 127.0.0.1:8081 --console 127.0.0.1:8080 $(ARGS)
 
 # A local cluster: ZooKeeper (Debian's package) and three brokers on localhost:9092-9094, data under
 # data/cluster; Ctrl-C stops it. Broker options: make cluster ARGS="--override min.insync.replicas=2".
@@ -59,8 +61,8 @@ docs-serve: install
 pipeline: install system-deps
 	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
 
-# The images and docker-compose.yml run for real (tests/containers/, docs/running/docker-compose.md): podman as the engine
-# (root; installed from apt), base images made locally with mmdebstrap (cached in ~/.cache/minibroker, no
+# The images and docker-compose.yml run for real (tests/containers/, docs/running/docker-compose.md): podman as
+# the engine (root; installed from apt), base images made locally with mmdebstrap (cached in ~/.cache/minibroker, no
 # registry), `docker run -p 9092:9092` and the compose services with clients on the host, the broker recreated on
 # its volume, the pipeline service, the cluster profile with a broker killed; everything removed at the end.
 container-deps:
@@ -68,6 +70,11 @@ container-deps:
 
 compose-test: install system-deps container-deps
 	MINIBROKER_CONTAINER_TESTS=1 $(PY) -m pytest -ra $(PYTEST_ARGS) tests/containers
+
+# The console's pages in headless Chromium against a broker with sample data (topics, a lagging group, an open
+# transaction, schema-registry payloads), saved as docs/images/console/*.png for docs/console.md.
+console-screenshots: install system-deps
+	$(PY) -m tests.console.screenshots docs/images/console
 
 lint: install
 	$(VENV)/bin/ruff check .

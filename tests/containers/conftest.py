@@ -29,7 +29,7 @@ ENABLED = os.environ.get("MINIBROKER_CONTAINER_TESTS") == "1"
 # The host ports the compose file publishes by default, and the variables that change them. A default taken on
 # this host (another broker on a shared machine) is replaced by a free port, as a user would do.
 DEFAULT_PORTS = {"MINIBROKER_PORT": 9092, "MINIBROKER_PORT_1": 19092, "MINIBROKER_PORT_2": 19093,
-                 "MINIBROKER_PORT_3": 19094, "MINIBROKER_REGISTRY_PORT": 8081}
+                 "MINIBROKER_PORT_3": 19094, "MINIBROKER_REGISTRY_PORT": 8081, "MINIBROKER_CONSOLE_PORT": 8080}
 TIMINGS: list[tuple[str, float]] = []
 SIZES: dict[str, str] = {}
 

@@ -34,10 +34,15 @@ def test_broker_command_line_is_one_the_cli_takes(compose) -> None:
     # One listener for the compose network, one for clients on the host through the published port 9092.
     assert advertised[("broker", 29092)] == ("0.0.0.0", 29092)
     assert advertised[("localhost", 9092)] == ("0.0.0.0", 9092)
-    assert broker["ports"] == ["127.0.0.1:9092:9092/tcp", "127.0.0.1:8081:8081/tcp"]
+    assert broker["ports"] == ["127.0.0.1:9092:9092/tcp", "127.0.0.1:8081:8081/tcp", "127.0.0.1:8080:8080/tcp"]
     assert str(config.data_dir) == broker["volumes"][0].split(":")[1]
     assert config.inter_broker_listener().name == "INTERNAL"
     assert config.schema_registry == "0.0.0.0:8081"
+    # The console: published on the host's loopback only, and with a password (it binds the container's address).
+    assert config.console == "0.0.0.0:8080"
+    assert config.console_password_file == "/tmp/console-password"
+    assert "> /tmp/console-password" in broker["entrypoint"][2]
+    assert broker["environment"]["MINIBROKER_CONSOLE_PASSWORD"] == "minibroker"  # the file's default
 
 
 def test_cluster_profile_brokers_are_one_cluster(compose) -> None:
@@ -63,8 +68,10 @@ def test_ports_are_published_on_loopback_unless_asked_wider(compose) -> None:
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:"), (name, port)
     wider = resolved(MINIBROKER_BIND="0.0.0.0", MINIBROKER_HOST="broker.example", MINIBROKER_PORT="29999",
-                     MINIBROKER_PORT_2="29993", MINIBROKER_REGISTRY_PORT="28081")["services"]
-    assert wider["broker"]["ports"] == ["0.0.0.0:29999:9092/tcp", "0.0.0.0:28081:8081/tcp"]
+                     MINIBROKER_PORT_2="29993", MINIBROKER_REGISTRY_PORT="28081",
+                     MINIBROKER_CONSOLE_PORT="28080")["services"]
+    # The console stays on loopback: it serves the broker's data and actions behind a password.
+    assert wider["broker"]["ports"] == ["0.0.0.0:29999:9092/tcp", "0.0.0.0:28081:8081/tcp", "127.0.0.1:28080:8080/tcp"]
     external = next(li for li in cli_config(wider["broker"]).listeners if li.name == "EXTERNAL")
     assert (external.advertised_host, external.advertised_port, external.port) == ("broker.example", 29999, 9092)
     assert wider["broker-2"]["ports"] == ["0.0.0.0:29993:19093/tcp"]
@@ -122,7 +129,8 @@ def test_dockerfile_has_the_stages_compose_builds(compose) -> None:
         assert compose["services"][service]["build"]["target"] in stages
     broker_stage = dockerfile.split("AS broker", 1)[1]
     assert 'ENTRYPOINT ["python", "-m", "broker"]' in broker_stage and "EXPOSE 9092" in broker_stage
-    assert "pip install --no-cache-dir '.[registry]'" in dockerfile  # the HTTP services and the schema registry
+    # the HTTP services: the schema registry and the console
+    assert "pip install --no-cache-dir '.[registry,console]'" in dockerfile
 
 
 def test_the_image_advertises_the_published_port_to_host_clients(monkeypatch) -> None:
