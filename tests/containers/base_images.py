@@ -55,7 +55,9 @@ class BaseImage:
     files: tuple[Path, ...] = ()  # files the hooks copy in: their content is part of the recipe
 
     def key(self, suite: str) -> str:
-        digest = hashlib.sha256(repr((self.name, suite, self.packages, self.hooks, self.changes, SLIM,
+        # Where the checkout is (a CI clone's folder) is no part of the recipe: the files' content is.
+        hooks = tuple(hook.replace(str(IMAGES), "<images>") for hook in self.hooks)
+        digest = hashlib.sha256(repr((self.name, suite, self.packages, hooks, self.changes, SLIM,
                                       ESSENTIAL_HOOKS, COMMON_HOOKS)).encode())
         for path in (*self.files, *sorted(LOCAL_CAS.glob("*"))):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
