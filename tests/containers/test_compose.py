@@ -2,7 +2,7 @@
 9092:9092 minibroker` with a client on the host; ZooKeeper and the broker from the compose file, clients on the
 host, the broker's container recreated on its volume; the `pipeline` service to its verified exit; the
 `cluster` profile with a broker container killed while a client produces. The tests run in this order and
-share the compose project (`make compose-test`)."""
+share the compose project (`make compose-test`). They run what README.md's container snippet shows."""
 
 from __future__ import annotations
 
