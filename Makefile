@@ -9,7 +9,7 @@ BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
 .PHONY: install system-deps container-deps compose-test reference-deps run cluster test lint docs docs-serve console-screenshots bench fuzz soak \
-	chaos load pipeline \
+	chaos load pipeline conformance \
 	clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
 
@@ -102,6 +102,20 @@ chaos: install system-deps
 # reader; prints the broker's memory and how fairly the clients were served.
 load: install
 	$(PY) -m tests.load.run
+
+# The client libraries' own integration suites against minibroker (scripts/conformance/,
+# docs/compatibility/tested.md): librdkafka v2.12.0's tests/ (built from the npm registry's node-rdkafka tarball)
+# and kafka-python 3.0.12's test/integration (PyPI's sdist), cached in ~/.cache/minibroker/conformance, one suite
+# after the other; a per-test table and "N passed, M failed, K skipped" each. CONFORMANCE=librdkafka|kafka-python|all;
+# BOOTSTRAP=host:port runs them against a running broker, else each suite starts a fresh one (BROKERS=3: a cluster
+# as `make cluster` starts; ARGS: more broker options). Too long for `make test` (about 40 minutes for both).
+CONFORMANCE ?= all
+BOOTSTRAP ?=
+BROKERS ?= 1
+KAFKA_VERSION ?= 3.9
+conformance: install system-deps bytecode
+	$(PY) scripts/conformance/run.py --suites $(CONFORMANCE) --bootstrap "$(BOOTSTRAP)" --brokers $(BROKERS) \
+		--kafka-version $(KAFKA_VERSION) -- $(ARGS)
 
 # Apache Kafka as the oracle (tests/reference/): pinned releases fetched with Maven into ~/.cache/minibroker
 # (a second run fetches nothing), the differential scenarios recorded against Kafka (tests/reference/recorded/,
