@@ -53,10 +53,11 @@ def test_junit_summary_passes_when_nothing_failed(tmp_path: Path) -> None:
 
 def _rdk_log(name: str, status: str, failure: str = "") -> str:
     """The end of a test-runner log as librdkafka v2.12.0 writes it (summary rows between #=== lines)."""
+    main = "PASSED" if status == "PASSED" else "FAILED"
     return (f"[{name:<28}/  1.000s] {name}: starting\n{failure}"
             f"TEST 20260101000000 (bare, scenario default) SUMMARY\n"
             "#==================================================================#\n"
-            f"| <MAIN>                                   | {'PASSED' if status == 'PASSED' else 'FAILED':>10} |   2.000s |\n"
+            f"| {'<MAIN>':<40} | {main:>10} |   2.000s |\n"
             f"| {name:<40} | {status:>10} |   1.000s |\n"
             "#==================================================================#\n")
 
