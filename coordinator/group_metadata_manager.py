@@ -525,25 +525,44 @@ class GroupMetadataManager:
         return [g.overview() for g in self.groups.values()
                 if not g.is_in(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)]
 
-    def describe_group(self, group_id: str) -> GroupDescription:
+    def describe_group(self, group_id: str, assignments_while_rebalancing: bool = False) -> GroupDescription:
         group = self.groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, GroupState.DEAD.value, "", "", [])
-        return group.summary()
+        return group.summary(assignments_while_rebalancing)
 
     # == groups without members (offsets only), dead groups ========================================
     def demote_to_simple(self, group_id: str) -> None:
-        """An empty classic group became a consumer group (its GroupMetadata tombstone is written): what
-        stays here is its committed offsets, as a simple group holds them."""
+        """A classic group became a consumer or streams group (its GroupMetadata tombstone is written): what
+        stays here is its committed offsets, as a simple group holds them. Members it had went with it to the
+        consumer group; a JoinGroup or SyncGroup of theirs still waiting is told to rejoin there (Kafka's
+        convertToConsumerGroup answers them REBALANCE_IN_PROGRESS)."""
         group = self.groups.get(group_id)
-        if group is None or group.members:
+        if group is None:
             return
-        group.protocol_type = group.protocol_name = group.leader_id = None
-        group.generation_id = 0
-        group.subscribed_topics = None
-        self._initial_join.pop(group_id, None)
-        for key in ((_JOIN, group_id), (_SYNC, group_id)):
-            self.timers.cancel(key)
+        for member in list(group.members.values()):
+            group.invoke_join_callback(member, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            group.invoke_sync_callback(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            self.timers.cancel((_HEARTBEAT, group_id, member.member_id))
+        for member_id in group.pending_members:
+            self.timers.cancel((_PENDING, group_id, member_id))
+        self.forget(group)
+        self.groups[group_id] = Group(group_id, state_timestamp_ms=group.state_timestamp_ms, offsets=group.offsets,
+                                      pending_txn_offsets=group.pending_txn_offsets)
+
+    def adopt(self, group: Group, now_ms: int, rebalance: str | None) -> None:
+        """A consumer group of classic members became this classic group (its GroupMetadata record is written):
+        it takes over the offsets held here, its members get sessions, and it rebalances (`rebalance`: why) so
+        that they rejoin as members of a classic group (Kafka's convertToClassicGroup)."""
+        held = self.groups.get(group.group_id)
+        if held is not None:
+            self.forget(held)
+            group.offsets, group.pending_txn_offsets = held.offsets, held.pending_txn_offsets
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self.schedule_heartbeat(group, member, now_ms)
+        if rebalance is not None:
+            self._prepare_rebalance(group, now_ms, rebalance)
 
     def forget(self, group: Group) -> None:
         self.groups.pop(group.group_id, None)

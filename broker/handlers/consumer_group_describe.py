@@ -10,7 +10,7 @@ from broker.security.access import AclOperation, ResourceType, authorized, autho
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-CONSUMER_MEMBER = 1  # MemberType: 0 classic protocol, 1 consumer protocol
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # MemberType: the protocol the member speaks (KIP-848 mixed membership)
 
 
 def _assignment(ctx: RequestContext, assignment: Any) -> dict[str, Any]:
@@ -47,7 +47,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                          # Kafka's member record keeps "" for no regex, and describes it so.
                          "subscribed_topic_regex": m.member.subscribed_topic_regex or "",
                          "assignment": _assignment(ctx, m.member.assigned_partitions),
-                         "target_assignment": _assignment(ctx, m.target), "member_type": CONSUMER_MEMBER}
+                         "target_assignment": _assignment(ctx, m.target),
+                         "member_type": CLASSIC_MEMBER if m.member.uses_classic_protocol else CONSUMER_MEMBER}
                         for m in d.members],
             "authorized_operations": authorized_operations(ctx, ResourceType.GROUP, group_id)
             if req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED})
