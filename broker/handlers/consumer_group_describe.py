@@ -23,6 +23,17 @@ def _assignment(ctx: RequestContext, assignment: Any) -> dict[str, Any]:
     return {"topic_partitions": out}
 
 
+def _described_assignment(ctx: RequestContext, member: Any) -> dict[Any, frozenset[int]]:
+    """What a member owns: its assigned partitions, and from Kafka 4.3 those it still has to revoke too
+    (recorded live: group_mixed_membership)."""
+    if not ctx.broker.versions.since("4.3") or not member.partitions_pending_revocation:
+        return member.assigned_partitions
+    owned = dict(member.assigned_partitions)
+    for topic_id, parts in member.partitions_pending_revocation.items():
+        owned[topic_id] = owned.get(topic_id, frozenset()) | parts
+    return owned
+
+
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     groups = ctx.broker.groups
     await groups.loaded.wait()
@@ -46,7 +57,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                          "subscribed_topic_names": list(m.member.subscribed_topic_names),
                          # Kafka's member record keeps "" for no regex, and describes it so.
                          "subscribed_topic_regex": m.member.subscribed_topic_regex or "",
-                         "assignment": _assignment(ctx, m.member.assigned_partitions),
+                         "assignment": _assignment(ctx, _described_assignment(ctx, m.member)),
                          "target_assignment": _assignment(ctx, m.target),
                          "member_type": CLASSIC_MEMBER if m.member.uses_classic_protocol else CONSUMER_MEMBER}
                         for m in d.members],
