@@ -39,6 +39,7 @@ public final class Main {
         QuotaChecks.register(checks);
         ShareChecks.register(checks);
         FetchSessionChecks.register(checks);
+        MigrationChecks.register(checks);
         return checks;
     }
 
