@@ -270,7 +270,9 @@ class ReplicaManager:
             return
         leo = partition.log.log_end_offset
         ends = [leo]
-        for replica in partition.isr:
+        # The maximal ISR (KIP-497): a follower being added counts before the controller has agreed, so that
+        # nothing is committed that the ISR the controller may commit lacks.
+        for replica in {*partition.isr, *(state.pending_isr or ())}:
             if replica == self.node_id:
                 continue
             progress = state.followers.get(replica)
@@ -375,10 +377,11 @@ class ReplicaManager:
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(moved)
-                response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+                try:  # caught here: out of the nursery it would come wrapped in an exception group
+                    response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+                except BrokerUnavailable as exc:  # gone, or stopping: the next round asks whoever is controller
+                    log.warning("AlterPartition to the controller failed: %s", exc)
                 nursery.cancel_scope.cancel()
-        except BrokerUnavailable as exc:
-            log.warning("AlterPartition to the controller failed: %s", exc)
         finally:
             await client.aclose()
         for state, _ in changes:
