@@ -14,6 +14,7 @@ ledger of what they were told:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -68,6 +69,17 @@ class ChaosLedger(Ledger):
     backwards: list[str] = field(default_factory=list)  # committed offsets seen going backwards
     offsets_read: int = 0  # answers the offset monitor had
     producers_replaced: int = 0
+
+    def snapshot(self) -> ChaosLedger:
+        """A copy of what the clients had been told up to now, for a check while they go on."""
+        with self.lock:
+            return ChaosLedger(
+                acked=dict(self.acked), group_commits=dict(self.group_commits), fatal=list(self.fatal),
+                consumed=self.consumed, sent=dict(self.sent), ack_log=list(self.ack_log),
+                txns={n: dataclasses.replace(t, outputs=list(t.outputs), offsets=dict(t.offsets))
+                      for n, t in self.txns.items()},
+                seen=list(self.seen), reader_errors=list(self.reader_errors), backwards=list(self.backwards),
+                offsets_read=self.offsets_read, producers_replaced=self.producers_replaced)
 
     def progress(self) -> tuple[int, int, int]:
         """(acknowledged messages, committed transactions, messages consumed by the group)."""
@@ -273,6 +285,12 @@ def transform_loop(bootstrap: str, ledger: ChaosLedger, stop: threading.Event) -
     producer = _transactional_producer(bootstrap, stop)
     number = 0
     while producer is not None and not stop.is_set():
+        if ledger.txn_pause.is_set():  # a check reads the output topic: hold still between transactions
+            ledger.txn_paused.set()
+            while ledger.txn_pause.is_set() and not stop.is_set():
+                time.sleep(0.01)
+            ledger.txn_paused.clear()
+            continue
         messages = [m for m in consumer.consume(200, 0.5) if not m.error()]
         if rebalanced.is_set():
             # A batch that straddles a rebalance is dropped: after it the positions are the committed offsets.
