@@ -145,6 +145,13 @@ class KafkaReference:
         self.broken = True
         self.cluster.kill_node(node_id)
 
+    def pause_node(self, node_id: int) -> None:
+        self.broken = True
+        self.cluster.pause_node(node_id)
+
+    def resume_node(self, node_id: int) -> None:
+        self.cluster.resume_node(node_id)
+
     def start_node(self, node_id: int) -> None:
         self.cluster.start_node(node_id)
 
