@@ -120,7 +120,8 @@ class Broker:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs
 
-        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json")
+        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json",
+                            self.versions.release)
 
     @functools.cached_property
     def share_partitions(self) -> Any:

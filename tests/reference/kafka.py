@@ -180,6 +180,9 @@ class KafkaCluster:
                 "controller.listener.names": "CONTROLLER",
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "inter.broker.listener.name": "PLAINTEXT",
+                # __share_group_state (KIP-932) asks for three replicas, as the other internal topics
+                "share.coordinator.state.topic.replication.factor": replication,
+                "share.coordinator.state.topic.min.isr": "1" if self.brokers == 1 else "2",
             })
         else:
             props.update({
