@@ -61,6 +61,10 @@ class CorruptRecordError(ValueError):
     """Malformed record data: Kafka's CorruptRecordException (CORRUPT_MESSAGE)."""
 
 
+class DecompressionError(CorruptRecordError):
+    """A compressed payload its codec cannot decompress."""
+
+
 class TruncatedBatchError(CorruptRecordError):
     """The bytes end inside a batch (Kafka's batch iterator stops there rather than failing)."""
 
@@ -254,8 +258,8 @@ def decompress(codec: int, data: Buffer) -> bytes:
             return bytes(cramjam.lz4.decompress(data))
         if codec == COMPRESSION_ZSTD:
             return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, ValueError, struct.error) as exc:
-        raise CorruptRecordError(f"{COMPRESSION_NAMES[codec]} decompression failed: {exc}") from None
+    except (cramjam.DecompressionError, ValueError, struct.error, DecompressionError) as exc:
+        raise DecompressionError(f"{COMPRESSION_NAMES[codec]} decompression failed: {exc}") from None
     raise CorruptRecordError(f"unknown compression type {codec}")
 
 
@@ -266,12 +270,12 @@ def _snappy_decompress(data: Buffer) -> bytes:
     out = bytearray()
     pos, n = len(_XERIAL_HEADER), len(view)
     if n < pos:
-        raise CorruptRecordError("truncated xerial snappy header")
+        raise DecompressionError("truncated xerial snappy header")
     while pos < n:
         size = _INT32.unpack_from(view, pos)[0]
         pos += 4
         if size < 0 or pos + size > n:
-            raise CorruptRecordError("truncated xerial snappy block")
+            raise DecompressionError("truncated xerial snappy block")
         out += cramjam.snappy.decompress_raw(view[pos:pos + size])
         pos += size
     return bytes(out)
@@ -363,7 +367,8 @@ def build_batch(records: Sequence[Record], *, base_offset: int = 0, base_timesta
 
 
 def decode_records(batch: Buffer) -> list[Record]:
-    """The records of one whole batch (decompressed). Raises CorruptRecordError when malformed."""
+    """The records of one whole batch (decompressed). Raises CorruptRecordError when malformed
+    (DecompressionError when its codec cannot decompress the payload)."""
     header = parse_batch_header(batch)
     view = memoryview(batch)[:header.size]
     if len(view) < header.size:

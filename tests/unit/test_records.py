@@ -21,6 +21,7 @@ from protocol.records import (
     CONTROL_COMMIT,
     LOG_APPEND_TIME,
     CorruptRecordError,
+    DecompressionError,
     InvalidMagicError,
     Record,
     build_batch,
@@ -152,8 +153,34 @@ def test_lz4_frames_have_independent_blocks():
 
 @pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
 def test_garbage_compressed_data_is_corrupt(codec):
-    with pytest.raises(CorruptRecordError):
+    with pytest.raises(DecompressionError):
         decompress(codec, b"\x82SNAPPY\x00garbage" if codec == COMPRESSION_SNAPPY else b"garbage!")
+    with pytest.raises(DecompressionError):  # a payload cut short
+        decompress(codec, compress(codec, bytes(range(256)) * 8)[:40])
+
+
+@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
+def test_produce_checks_compressed_batches_as_kafka(codec):
+    """The produce path's check of a compressed batch (Kafka's answers: tests/reference/scenarios/produce.py):
+    a payload its codec refuses, records that do not fill it exactly; an uncompressed batch is not decoded."""
+    from broker.handlers.produce import compressed_batch_error
+    from protocol.header import ErrorCode
+    from protocol.records import BATCH_HEADER_SIZE, CRC_OFFSET, compute_crc
+
+    def with_payload(batch: bytes, payload: bytes) -> bytes:
+        buf = bytearray(batch[:BATCH_HEADER_SIZE] + payload)
+        struct.pack_into(">i", buf, 8, len(buf) - 12)
+        struct.pack_into(">I", buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
+        return bytes(buf)
+
+    good = build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, None, b"w")], compression=codec)
+    plain = build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, None, b"w")])
+    records = plain[BATCH_HEADER_SIZE:]
+    assert compressed_batch_error(good) == (ErrorCode.NONE, None)
+    assert compressed_batch_error(with_payload(good, records))[0] == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert compressed_batch_error(with_payload(good, compress(codec, records[:-2])))[0] == ErrorCode.INVALID_RECORD
+    assert compressed_batch_error(with_payload(good, compress(codec, records + b"\0")))[0] == ErrorCode.INVALID_RECORD
+    assert compressed_batch_error(plain) == (ErrorCode.NONE, None)
 
 
 def test_empty_records_batch_and_null_fields():
