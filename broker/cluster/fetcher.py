@@ -238,6 +238,7 @@ class ReplicaFetcher:
                 return False
             except OSError as exc:
                 log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, exc)
+                self.replicas.log_dir_failed(f"{type(exc).__name__}: {exc}")
                 return False
             if headers:
                 partition.producers.replay(headers, marker_reader(plog, f"{partition.topic}-{partition.index}"))

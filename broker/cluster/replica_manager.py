@@ -75,6 +75,7 @@ class ReplicaManager:
         self.on_coordinator_partition: list[Callable[[str, int, int | None], None]] = []
         self._isr_wake = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.log_dir_offline: str | None = None  # why this broker's log directory failed (None: it is online)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         from broker.cluster.fetcher import FetcherManager
@@ -86,10 +87,34 @@ class ReplicaManager:
             task_status.started()
             await trio.sleep_forever()
 
+    # -- a failed log directory --------------------------------------------------------------------------------
+    def log_dir_failed(self, reason: str) -> None:
+        """An I/O error on the log directory (Kafka's LogDirFailureChannel): every partition on it stops being
+        led or followed here (waiting produces answered, coordinators unloaded, clients answered
+        KAFKA_STORAGE_ERROR), and the controller is told, which elects leaders elsewhere. Until a restart."""
+        if self.log_dir_offline is not None:
+            return
+        self.log_dir_offline = reason
+        log.error("log directory %s is offline (%s): its partitions are no longer served here",
+                  self.topics.data_dir, reason)
+        self.topics.log_dir_offline = True
+        for tp in list(self.leading):
+            state = self._stop_leading(tp)
+            if state is not None:
+                self._coordinator(state.partition, None)
+        if self.fetchers is not None:
+            for partition in list(self.topics.hosted()):
+                self.fetchers.remove((partition.topic, partition.index))
+        self.cluster.log_dir_failed()
+        self.appends.notify()
+
     # -- LeaderAndIsr ---------------------------------------------------------------------------------------------
     def apply_leader_and_isr(self, req: Any) -> dict[tuple[str, int], ErrorCode]:
         """Become leader or follower of each partition, as Kafka's ReplicaManager.becomeLeaderOrFollower."""
         results: dict[tuple[str, int], ErrorCode] = {}
+        if self.log_dir_offline is not None:  # Kafka: its partitions are offline, KAFKA_STORAGE_ERROR each
+            return {(t.topic_name, p.partition_index): ErrorCode.KAFKA_STORAGE_ERROR
+                    for t in req.topic_states for p in t.partition_states}
         now = self.clock.now_ms()
         for topic_state in req.topic_states:
             name, topic_id = topic_state.topic_name, topic_state.topic_id

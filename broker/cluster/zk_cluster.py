@@ -158,11 +158,24 @@ class ZkCluster:
                         self.broker_epoch = await self.zk.register_broker(self._registration)
                     except ZooKeeperError as exc:
                         log.error("registering again failed: %s", exc)
+                    if self.replicas is not None and self.replicas.log_dir_offline:
+                        self.log_dir_failed()  # a new registration is a restart to the controller: tell it again
                     election = trio.CancelScope()
                     nursery.start_soon(self._elect, election)
                 elif event.state is SessionState.CLOSED:
                     break
             nursery.cancel_scope.cancel()
+
+    def log_dir_failed(self) -> None:
+        """Tell the controller that this broker's log directory failed (Kafka's LogDirEventNotification)."""
+        if self._nursery is not None:
+            self._nursery.start_soon(self._propagate_log_dir_event)
+
+    async def _propagate_log_dir_event(self) -> None:
+        try:
+            await self.zk.propagate_log_dir_event(self.node_id)
+        except ZooKeeperError as exc:
+            log.error("telling the controller of the failed log directory: %s", exc)
 
     async def _elect(self, scope: trio.CancelScope) -> None:
         """Kafka's controller election: try to create /controller; while another broker holds it, wait for

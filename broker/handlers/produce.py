@@ -1,5 +1,7 @@
 """Produce: validate each partition's record batch from its 61-byte header, append it unchanged,
-answer after a grouped fdatasync for acks=all. No record is decoded here.
+answer after a grouped fdatasync for acks=all. The records of an uncompressed batch are not decoded here
+(but for a compacted topic's keys and out-of-range timestamp limits); a compressed batch is decompressed
+and parsed, as Kafka's LogValidator does, so that a corrupt one is refused rather than stored.
 
 Transactional batches (KIP-98): the producer state rejects a non-transactional batch while the producer
 has an open transaction on the partition (INVALID_TXN_STATE) and opens one with the first transactional
@@ -8,6 +10,7 @@ the producer's transaction before that first batch (KIP-890)."""
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 import trio
@@ -465,6 +468,8 @@ def _append(ctx: RequestContext, req: Any, verified: dict[tuple[str, int], Error
                 partitions.append(response)
                 continue
             try:
+                if ctx.io_error:
+                    raise OSError(errno.EIO, "Input/output error (an io_error fault rule)")
                 result = log.append(pdata.records, now_ms=now)
             except RecordBatchTooLargeError as exc:
                 partitions.append(_response(pdata.index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)))
@@ -473,6 +478,7 @@ def _append(ctx: RequestContext, req: Any, verified: dict[tuple[str, int], Error
                 partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
                 continue
             except OSError as exc:
+                broker.durability.storage_failed(exc)
                 partitions.append(_response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)))
                 continue
             appended = True
