@@ -50,7 +50,7 @@ from broker.testkit.plugin import CLUSTER_DEFAULT_ARGS
 from broker.testkit.wire import WireClient
 from tests.chaos import checks, netns, workload
 from tests.chaos.workload import CTP_GROUP, IN_TOPIC, OUT_TOPIC, PARTITIONS, PLAIN_GROUP, TRANSACTIONAL_ID
-from tests.soak.crash_loop import group_member, read_topic
+from tests.soak.crash_loop import _offsets, group_member, read_topic
 
 BROKERS = (1, 2, 3)
 # Few internal partitions (Kafka's default is 50 each): a 2-core machine runs three brokers and the clients.
@@ -277,6 +277,25 @@ def _committed(bootstrap: str, group: str) -> dict[int, int]:
     return {tp.partition: tp.offset for tp in found}
 
 
+def _catch_up(cluster: MinibrokerCluster, ledger: workload.ChaosLedger) -> None:
+    """Until the consumers are through the input (ChaosLedger.caught_up()): a backlog the nemeses left (the
+    transform loop stalls with its coordinator, and holds still while each round is checked) takes as long as
+    it takes, so the deadline is on progress: TimeoutError when they went DEADLINE s without any."""
+    seen: Any = None
+    since = time.monotonic()
+    while not ledger.caught_up():
+        lag = ledger.lag()
+        now = (sorted(lag["transformed"].items()), sorted(lag["group"].items()), lag["shown"])
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since > DEADLINE:
+            offsets = "\n".join(f"  {topic} on broker {b}: {_offsets(cluster.broker(b).bootstrap, topic, PARTITIONS)}"
+                                for topic in (IN_TOPIC, OUT_TOPIC) for b in BROKERS)
+            raise TimeoutError(f"the consumers made no progress through the input for {DEADLINE:.0f} s: {lag}\n"
+                               f"{offsets}\n{_describe(cluster)}")
+        time.sleep(0.1)
+
+
 def _check_now(cluster: MinibrokerCluster, ledger: workload.ChaosLedger, found: checks.Findings,
                final: bool = False) -> tuple[int, int, int]:
     """The logs against what the clients had been told: the transform loop holds still between transactions
@@ -353,7 +372,7 @@ def run(rounds: int, seed: int, data_dir: Path, zookeeper: str | None = None, ra
         stop_producing.set()
         for thread in threads[:2]:
             thread.join(300)
-        cluster.wait_until(lambda: ledger.caught_up() or None, DEADLINE, "the consumers through the input")
+        _catch_up(cluster, ledger)
         stop.set()
         for thread in threads:
             thread.join(300)

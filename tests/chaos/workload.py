@@ -33,6 +33,7 @@ PARTITIONS = 3
 CTP_GROUP, PLAIN_GROUP = "chaos-transform", "chaos-group"
 TRANSACTIONAL_ID = "chaos-transform"
 ABORT_EVERY = 5
+BATCH = 500  # input records transformed in one transaction, at most (a backlog left by a nemesis drains fast)
 # librdkafka's own log lines (connection refused while a broker is down, ...) would drown the report;
 # what matters reaches the clients as errors and is recorded.
 QUIET = {"log_level": 2, "reconnect.backoff.max.ms": 200}
@@ -89,6 +90,12 @@ class ChaosLedger(Ledger):
     def caught_up(self) -> bool:
         """Every acknowledged input record transformed in a committed transaction and consumed by the group
         (their committed offsets at the input's end), every committed output shown to the reader."""
+        return self.lag()["behind"] == 0
+
+    def lag(self) -> dict[str, Any]:
+        """How far the consumers are from caught_up(): per input partition its end, the transform loop's and
+        the group's committed offsets; the committed outputs not yet shown to the reader; the loop's last
+        transaction. "behind": how many of these are short."""
         with self.lock:
             ends: dict[int, int] = {}
             for partition, offset in self.acked.values():
@@ -100,8 +107,14 @@ class ChaosLedger(Ledger):
                     outputs += len(txn.outputs)
                     for partition, offset in txn.offsets.items():
                         transformed[partition] = max(transformed.get(partition, 0), offset)
-            return all(transformed.get(p, 0) >= end and self.group_commits.get(p, 0) >= end
-                       for p, end in ends.items()) and len({(p, o) for p, o, _ in self.seen}) >= outputs
+            shown = len({(p, o) for p, o, _ in self.seen})
+            last = max(self.txns.values(), key=lambda t: t.number, default=None)
+            behind = sum(transformed.get(p, 0) < end for p, end in ends.items()) + \
+                sum(self.group_commits.get(p, 0) < end for p, end in ends.items()) + (shown < outputs)
+            return {"behind": behind, "ends": ends, "transformed": transformed, "group": dict(self.group_commits),
+                    "outputs": outputs, "shown": shown, "reader_errors": self.reader_errors[-3:],
+                    "last_txn": None if last is None else (last.number, last.outcome, last.begun, last.ended),
+                    "now": time.monotonic(), "producers_replaced": self.producers_replaced}
 
     def first_acks_since(self, t0: float) -> dict[int, float]:
         """Per input partition, the earliest acknowledgement of a message handed over at t0 or later."""
@@ -291,7 +304,7 @@ def transform_loop(bootstrap: str, ledger: ChaosLedger, stop: threading.Event) -
                 time.sleep(0.01)
             ledger.txn_paused.clear()
             continue
-        messages = [m for m in consumer.consume(200, 0.5) if not m.error()]
+        messages = [m for m in consumer.consume(BATCH, 0.5) if not m.error()]
         if rebalanced.is_set():
             # A batch that straddles a rebalance is dropped: after it the positions are the committed offsets.
             rebalanced.clear()
