@@ -410,6 +410,62 @@ def decode_records(batch: Buffer) -> list[Record]:
     return records
 
 
+def check_records(batch: Buffer) -> None:
+    """What decode_records checks of a whole batch (decompressed), without building the records: each record's
+    length, fields and headers must fill it exactly, as many records as the batch claims, nothing after them
+    (Kafka's LogValidator walks a compressed batch the same way, skipping keys and values). Raises
+    CorruptRecordError (DecompressionError when its codec cannot decompress the payload)."""
+    header = parse_batch_header(batch)
+    view = memoryview(batch)[:header.size]
+    if len(view) < header.size:
+        raise CorruptRecordError("truncated batch")
+    data = decompress(header.compression, view[BATCH_HEADER_SIZE:]) if header.compression \
+        else bytes(view[BATCH_HEADER_SIZE:])
+    pos, n = 0, len(data)
+    for _ in range(header.records_count):
+        b = data[pos] if pos < n else 0x80
+        if b < 0x80:  # one-byte varints, the common case, read inline: this loop runs once per record
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _read_varint(data, pos, n)
+        end = pos + length
+        if length < 1 or end > n:
+            raise CorruptRecordError(f"invalid record size {length}")
+        p = pos + 1  # attributes
+        for _delta in (0, 1):  # timestamp and offset deltas
+            b = data[p] if p < end else 0x80
+            p = p + 1 if b < 0x80 else _read_varint(data, p, end)[1]
+        for _field in (0, 1):  # key and value
+            b = data[p] if p < end else 0x80
+            if b < 0x80:
+                size, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                size, p = _read_varint(data, p, end)
+            if size < -1:
+                raise CorruptRecordError(f"invalid negative length {size}")
+            if size > 0:
+                p += size
+                if p > end:
+                    raise CorruptRecordError("field runs past the end of its record")
+        count, p = _read_varint(data, p, end)
+        if count < 0:
+            raise CorruptRecordError(f"invalid number of record headers {count}")
+        for _ in range(count):
+            name, p = _read_bytes(data, p, end)
+            if name is None:
+                raise CorruptRecordError("null record header key")
+            try:
+                name.decode()
+            except UnicodeDecodeError:
+                raise CorruptRecordError("record header key is not UTF-8") from None
+            _, p = _read_bytes(data, p, end)
+        if p != end:
+            raise CorruptRecordError(f"invalid record size: expected {length} bytes, read {p - pos}")
+        pos = end
+    if pos != n:
+        raise CorruptRecordError(f"{n - pos} unconsumed bytes after all records consumed")
+
+
 def _read_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
     size, pos = _read_varint(buf, pos, end)
     if size < 0:

@@ -32,6 +32,7 @@ from protocol.records import (
     DecompressionError,
     InvalidMagicError,
     TruncatedBatchError,
+    check_records,
     decode_records,
     iter_batches,
     parse_batch_header,
@@ -112,7 +113,7 @@ def compressed_batch_error(records: bytes) -> tuple[ErrorCode, str | None]:
     if not parse_batch_header(records).compression:
         return ErrorCode.NONE, None
     try:
-        decode_records(records)
+        check_records(records)
     except DecompressionError:
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
     except CorruptRecordError as exc:

@@ -25,6 +25,7 @@ from protocol.records import (
     InvalidMagicError,
     Record,
     build_batch,
+    check_records,
     compress,
     control_batch,
     decode_records,
@@ -331,3 +332,42 @@ def test_decode_records_rejects_inconsistent_batches():
         decode_records(patched(batch, ">i", 57, 1))
     with pytest.raises(CorruptRecordError, match="truncated"):
         decode_records(batch[:-1])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=200)), st.one_of(st.none(), st.binary(max_size=300)),
+                          st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))),
+                                   max_size=2)), min_size=1, max_size=5),
+       st.sampled_from([COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_LZ4]),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=3), st.integers(-2, 2))
+def test_check_records_accepts_what_decode_records_accepts(rows, codec, flips, count_change):
+    """The produce path's walk over a batch's records (check_records) refuses exactly what decode_records
+    refuses, on well-formed batches and on their records section damaged (bytes changed, a record count that
+    lies)."""
+    import struct as _struct
+
+    from protocol.records import BATCH_HEADER_SIZE, CRC_OFFSET, compute_crc
+
+    batch = bytearray(build_batch([Record(i, i, k, v, h) for i, (k, v, h) in enumerate(rows)]))
+    section = bytearray(batch[BATCH_HEADER_SIZE:])
+    for at, value in flips:
+        if section:
+            section[at % len(section)] = value
+    count = max(0, len(rows) + count_change)
+    payload = compress(codec, bytes(section))
+    out = bytearray(batch[:BATCH_HEADER_SIZE] + payload)
+    _struct.pack_into(">hi", out, 21, codec, count - 1 if count else 0)
+    _struct.pack_into(">i", out, 57, count)
+    _struct.pack_into(">i", out, 8, len(out) - 12)
+    _struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out, 0, len(out)))
+    try:
+        decode_records(bytes(out))
+        decoded = None
+    except CorruptRecordError as exc:
+        decoded = type(exc)
+    try:
+        check_records(bytes(out))
+        checked = None
+    except CorruptRecordError as exc:
+        checked = type(exc)
+    assert checked == decoded
