@@ -25,8 +25,8 @@ from broker.log.flusher import GroupFlusher
 from broker.security.acl_store import AclStore
 from broker.security.acls import Authorizer, parse_super_users
 from broker.services.appends import AppendSignal
+from broker.services.cluster_view import ClusterView
 from broker.services.durability import Durability
-from broker.services.internal_topics import internal_topic
 from broker.services.producer_ids import ProducerIds
 from broker.services.retention import run_producer_expiration, run_retention
 from broker.services.single_node import SingleNode
@@ -35,6 +35,9 @@ from protocol.header import ErrorCode
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
+    from broker.cluster.replica_manager import ReplicaManager
+    from broker.cluster.zk_cluster import ZkCluster
+    from broker.security.listener_security import ListenerSecurity
     from broker.security.scram_credentials import ScramCredentialStore
     from broker.services.groups import GroupService
     from broker.services.legacy_offsets import LegacyOffsets
@@ -61,11 +64,11 @@ class Endpoint:
     bound_host: str = ""  # advertised when the listener has no advertised address of its own
     bound_port: int = 0
     # broker.security.listener_security.ListenerSecurity of an SSL or SASL listener; None: PLAINTEXT
-    security: Any = None
+    security: ListenerSecurity | None = None
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, versions: VersionProfile, cluster: Any = None) -> None:
+    def __init__(self, config: BrokerConfig, versions: VersionProfile, cluster: ZkCluster | None = None) -> None:
         """`cluster`: the broker's ZooKeeper-mode cluster (broker.cluster.zk_cluster.ZkCluster, already
         connected: it settled the broker id and cluster id); None for the embedded single broker."""
         config.validate()
@@ -91,11 +94,14 @@ class Broker:
                                         claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self._services: trio.Nursery | None = None
         # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper,
-        # whose replicas (leaders and followers) the replica manager keeps.
-        self.replicas: Any = None
+        # whose replicas (leaders and followers) the replica manager keeps; the controller's requests to this
+        # broker need those two (`zk_cluster`, `replicas`: None for a single broker).
+        self.zk_cluster = cluster
+        self.replicas: ReplicaManager | None = None
+        self.cluster: ClusterView
         if cluster is None:
-            self.cluster: Any = SingleNode(config.broker_id, self.topics, self.clock,
-                                           lambda: config.auto_create_topics, config.broker_rack)
+            self.cluster = SingleNode(config.broker_id, self.topics, self.clock, lambda: config.auto_create_topics,
+                                      config.broker_rack)
         else:
             from broker.cluster.replica_manager import ReplicaManager
 
@@ -113,7 +119,8 @@ class Broker:
         from broker.services.groups import GroupService
 
         return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appends,
-                                        self.internal_topic, per_partition=self.replicas is not None))
+                                        self.internal_topic, per_partition=self.cluster.replicated,
+                                        group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
 
     @functools.cached_property
     def group_configs(self) -> Any:
@@ -143,22 +150,14 @@ class Broker:
     def txns(self) -> TxnService:
         from broker.services.transactions import TxnService
 
-        markers: Any = self.markers
-        if self.replicas is not None:  # markers go to each partition's leader, wherever it is
-            from broker.cluster.marker_channel import MarkerChannel
-
-            markers = MarkerChannel(self.node_id, self.topics, self.markers, self.cluster,
-                                    self.config.replica_socket_timeout_ms / 1000)
         return self._start(TxnService(self.config, self.topics, self.clock, self.durability, self.appends,
-                                      self.producer_ids, markers, self.internal_topic,
-                                      per_partition=self.replicas is not None))
+                                      self.producer_ids, self.cluster.transaction_markers(self.markers),
+                                      self.internal_topic, per_partition=self.cluster.replicated))
 
     def internal_topic(self, name: str) -> Topic | ErrorCode:
         """`__consumer_offsets` or `__transaction_state`, created on first use with Kafka's settings for it
         (in a cluster, through the controller: COORDINATOR_NOT_AVAILABLE until this broker knows it)."""
-        if self.replicas is not None:
-            return self.cluster.internal_topic(name)
-        return internal_topic(self.topics, name, self.clock.now_ms())
+        return self.cluster.internal_topic(name)
 
     def _topics_deleted(self, names: list[str]) -> None:
         """Topics gone from the cluster: the groups coordinated here forget their offsets."""
@@ -208,7 +207,7 @@ class Broker:
         _ = self.groups, self.txns  # first use starts them
         from broker.config.kafka_versions import feature_level
 
-        if self.replicas is None and feature_level(self.versions.release, "share.version") > 0:
+        if not self.cluster.replicated and feature_level(self.versions.release, "share.version") > 0:
             _ = self.share_partitions  # share groups: their state is loaded before the first ShareFetch
 
     def readvertise(self) -> None:
@@ -231,7 +230,7 @@ class Broker:
         self.block_store.close()
 
 
-def _block_store(config: BrokerConfig, data_dir: Path, cluster: Any) -> BlockStore:
+def _block_store(config: BrokerConfig, data_dir: Path, cluster: ZkCluster | None) -> BlockStore:
     if cluster is not None:
         from zk.store import SessionBlockStore
 

@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any
 
 from coordinator.assignors import Assignment, SubscriptionType
+from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType
 
 EVENTS_KEPT = 100
@@ -215,6 +216,34 @@ class ConsumerGroup:
         if new is not None and new.server_assignor is not None:
             counts[new.server_assignor] += 1
         return +counts
+
+    # -- the member epoch checks of offset commits and fetches --------------------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               transactional: bool, api_version: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        if member_epoch < 0 and not self.members:
+            return ErrorCode.NONE
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return ErrorCode.NONE
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetFetch."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.NONE
+        member = self.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     # -- replay: the only way the group changes ----------------------------------------------------------
     def update_member(self, new: ConsumerGroupMember, now_ms: int) -> None:

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from coordinator.assignors import Assignment, GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType
-from coordinator.consumer_group_coordinator import GroupError, RecordStore, TopicsView
-from coordinator.group_coordinator import StoreError
+from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
 from coordinator.timers import KeyedTimers
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record

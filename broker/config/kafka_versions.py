@@ -135,8 +135,9 @@ _ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
 _ACCEPTED_FROM = {0: 3}
 
 # Served under a 4.x profile only: Kafka 4's group coordinator protocols (KIP-848 consumer groups, KIP-932
-# share groups with their admin and state APIs).
-KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+# share groups with their admin and state APIs, KIP-1071 streams groups: 4.2 on, with KIP-1331's topology
+# description update in 4.4). The release tables say which of them each 4.x release serves.
+KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93})
 KAFKA4 = "4.0"
 SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 
@@ -151,10 +152,13 @@ SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
     "4.0": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2)},
     "4.1": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    # 4.2 on also finalize streams.version 1 (KIP-1071 streams groups, not served here).
-    "4.2": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    "4.3": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 2, 2)},
+    # 4.2 on also finalize streams.version 1 (KIP-1071 streams groups).
+    "4.2": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1),
+            "streams.version": (0, 1, 1)},
+    "4.3": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1),
+            "streams.version": (0, 1, 1)},
+    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 2, 2),
+            "streams.version": (0, 1, 1)},
 }
 
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.

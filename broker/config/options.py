@@ -73,6 +73,21 @@ SECURITY_SETTINGS = ("connections.max.reauth.ms", "connection.failed.authenticat
                      "java.security.auth.login.config")
 
 
+CONSOLE_PORT = 8080  # --console's port when none is given
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind to is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name (or the wildcard ""): other machines may reach it
+
+
 def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:
     """`HOST:PORT`, `[v6]:PORT` or `:PORT` (all interfaces)."""
     text = text.strip()
@@ -287,6 +302,8 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
     schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
+    console: str | None = None  # HOST:PORT of the web console (broker/http/console); None: off
+    console_password_file: str | None = None  # the console's password (first line); required off loopback
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
@@ -430,6 +447,17 @@ class BrokerConfig:
 
     def validate(self) -> None:
         check_release(self.kafka_version)
+        if self.console is not None:
+            host, port = parse_host_port(self.console, default_port=CONSOLE_PORT)
+            others = {"--admin-listen": (self.admin_listen, 0), "--schema-registry": (self.schema_registry, 8081)}
+            for flag, (address, default_port) in others.items():
+                # Its pages' paths (/topics, /groups ...) are the admin endpoint's too: an address of its own.
+                if address and port and parse_host_port(address, default_port=default_port) == (host, port):
+                    raise ValueError(f"--console {self.console} is also {flag}'s address: give it one of its own")
+            if not is_loopback(host) and not self.console_password_file:
+                raise ValueError(f"--console {self.console} is reachable from other machines and the console can "
+                                 "change data: give it a password with --console-password-file FILE (or bind it "
+                                 "to 127.0.0.1)")
         if self.broker_id < 0 and not self.zookeeper_connect:
             self.broker_id = 0  # the embedded single broker is node 0
         names = [listener.name for listener in self.listeners]

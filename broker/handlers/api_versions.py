@@ -27,6 +27,11 @@ def unsupported_version_body(versions: VersionProfile) -> dict[str, Any]:
             "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]}
 
 
+def client_software(version: int, req: Any) -> str | None:
+    """"name/version" of the client's software (v3+), for the protocol trace."""
+    return f"{req.client_software_name}/{req.client_software_version}" if version >= 3 else None
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.header.api_version >= 3 and not (
         _SOFTWARE.match(req.client_software_name or "") and _SOFTWARE.match(req.client_software_version or "")

@@ -62,7 +62,8 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
     remaining = req.max_bytes if version >= 3 else broker.config.fetch_max_bytes
     remaining = min(remaining, broker.config.fetch_max_bytes)
     replica_id = req.replica_id  # a follower's fetch (>= 0) reads up to the log end, and reports its progress
-    follower = replica_id >= 0 and broker.replicas is not None
+    replicas = broker.replicas if replica_id >= 0 else None  # in a cluster, a follower's fetch
+    follower = replicas is not None
     min_one = version >= 3  # KIP-74 (v3+): the first non-empty partition returns at least one whole batch
     total = 0
     any_error = False
@@ -105,8 +106,8 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
                 partitions.append(_partition_error(fp.partition, epoch_error))
                 any_error = True
                 continue
-            if follower:
-                broker.replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
+            if replicas is not None:
+                replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
             try:
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
                                    max_offset=None if follower else lso if read_committed else hw)
@@ -179,7 +180,7 @@ def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], any_
     if version < DOWN_CONVERT_BELOW:
         _down_convert(ctx, req, responses)
     nodes = []
-    if any_error and broker.replicas is not None:
+    if any_error and broker.cluster.replicated:
         names = {t["topic_id"]: t["topic"] for t in responses}
         if version >= 13:
             names = {tid: (found.name if (found := broker.topics.get_by_id(tid)) else None) for tid in names}

@@ -3,6 +3,7 @@ against the group's generation and members; answered once durable."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
@@ -60,15 +61,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         kept = {tp: v.offset for tp, v in offsets.items() if tp not in too_large}
         await trio.to_thread.run_sync(broker.legacy_offsets.commit, req.group_id, kept)
         errors.update((tp, ErrorCode.NONE) for tp in kept)
-    elif offsets and req.group_id in groups.consumer.groups:
-        # A KIP-848 consumer group: the member epoch is checked (STALE_MEMBER_EPOCH); the offsets are kept
-        # like any group's.
-        error = groups.consumer.validate_offset_commit(
+    elif offsets and (modern := groups.modern_coordinator(req.group_id)) is not None:
+        # A KIP-848 consumer group or a KIP-1071 streams group: the member epoch is checked (STALE_MEMBER_EPOCH;
+        # a streams member behind by an epoch, per partition); the offsets are kept like any group's.
+        refused = check_member_epoch(modern.validate_offset_commit(
             req.group_id, req.member_id, req.group_instance_id if version >= 7 else None,
-            req.generation_id_or_member_epoch, False, version)
-        if error != ErrorCode.NONE:
-            errors.update(dict.fromkeys(offsets, error))
-        else:
+            req.generation_id_or_member_epoch, False, version), offsets)
+        errors.update(refused)
+        offsets = {tp: v for tp, v in offsets.items() if tp not in refused}
+        if offsets:
             errors.update(groups.coordinator.commit_offsets(
                 group_id=req.group_id, generation_id=-1, member_id="", group_instance_id=None, offsets=offsets,
                 api_version=version, now_ms=now))
@@ -88,3 +89,12 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                                          "error_code": errors[(t.name, p.partition_index)]}
                                         for p in t.partitions]}
         for t in req.topics]}
+
+
+def check_member_epoch(check: ErrorCode | Callable[[str, int], ErrorCode], partitions: Iterable[tuple[str, int]]
+                       ) -> dict[tuple[str, int], ErrorCode]:
+    """The partitions a modern group's member epoch check refuses, with its error: all of them for one error,
+    or those a streams group's per-partition check refuses."""
+    if callable(check):
+        return {tp: e for tp in partitions if (e := check(*tp)) != ErrorCode.NONE}
+    return {} if check == ErrorCode.NONE else dict.fromkeys(partitions, check)

@@ -51,8 +51,9 @@ def _group_error(ctx: RequestContext, group_id: str, member_id: str | None = Non
     error = ctx.broker.groups.error_for(group_id)
     if error:
         return error
-    # v9+: a KIP-848 member names itself and its epoch (STALE_MEMBER_EPOCH when it is behind).
-    return ctx.broker.groups.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+    # v9+: a KIP-848 or KIP-1071 member names itself and its epoch (STALE_MEMBER_EPOCH when it is behind).
+    modern = ctx.broker.groups.modern_coordinator(group_id) or ctx.broker.groups.consumer
+    return modern.validate_offset_fetch(group_id, member_id, member_epoch)
 
 
 def _legacy(ctx: RequestContext, req: Any) -> dict[str, Any]:

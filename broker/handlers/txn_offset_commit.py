@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.handlers.offset_commit import check_member_epoch
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.services.internal_topics import partition_for
 from broker.services.topics import OFFSETS_TOPIC, TopicError
@@ -41,10 +42,19 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(req, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # The group's partition must be in the transaction (AddOffsetsToTxn first), as Kafka verifies.
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
-    # The transaction coordinator's check, where it is this broker (in a cluster it is usually another one,
-    # which the producer has asked with AddOffsetsToTxn already).
+    # The transaction coordinator's check, where it is this broker; in a cluster it is usually another one,
+    # which a transaction version 1 producer has asked with AddOffsetsToTxn already, and which this broker asks
+    # to add the partition for a version 2 producer (KIP-890: it sends no AddOffsetsToTxn).
     if txns.error_for(req.transactional_id):
         error = ErrorCode.NONE
+        if version >= 5 and ctx.broker.zk_cluster is not None:
+            added = await ctx.broker.zk_cluster.verify_transaction(req.transactional_id, req.producer_id,
+                                                                   req.producer_epoch, [partition],
+                                                                   verify_only=False)
+            # An unreachable or moved transaction coordinator: retriable, as Kafka maps a coordinator's
+            # NOT_ENOUGH_REPLICAS.
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if added[partition] == ErrorCode.NOT_ENOUGH_REPLICAS \
+                else added[partition]
     elif version >= 5:
         # Transaction version 2: the commit adds the group's partition itself (no AddOffsetsToTxn, KIP-890).
         outcome = txns.coordinator.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
@@ -69,13 +79,13 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     member_id = req.member_id if version >= 3 else ""
     instance_id = req.group_instance_id if version >= 3 else None
     generation = req.generation_id if version >= 3 else -1
-    if known and req.group_id in groups.consumer.groups:
-        # A KIP-848 consumer group checks the member epoch; the offsets are pending like any group's.
-        error = groups.consumer.validate_offset_commit(req.group_id, member_id, instance_id, generation, True,
-                                                       version)
-        if error != ErrorCode.NONE:
-            errors.update(dict.fromkeys(known, error))
-            known = {}
+    if known and (modern := groups.modern_coordinator(req.group_id)) is not None:
+        # A KIP-848 consumer or KIP-1071 streams group checks the member epoch; the offsets are pending like
+        # any group's.
+        refused = check_member_epoch(modern.validate_offset_commit(req.group_id, member_id, instance_id,
+                                                                   generation, True, version), known)
+        errors.update(refused)
+        known = {tp: v for tp, v in known.items() if tp not in refused}
         member_id, instance_id, generation = "", None, -1
     if known:
         errors.update(groups.coordinator.txn_commit_offsets(

@@ -4,7 +4,9 @@ The ApiVersions response is derived from this table, so an API is advertised exa
 Handlers take (ctx, request) and return the response as a mapping (or None for acks=0 produce); a
 handler may be `async` when it waits (durability, long poll), otherwise it runs inline on the
 connection's task; an async one may also offer `handle_now`, which answers inline when nothing is to be
-awaited (broker.handlers.context.LATER otherwise).
+awaited (broker.handlers.context.LATER otherwise). What the connection must treat differently for an API
+(Produce's large frames and its release of the connection, Fetch's long poll, ApiVersions' answer to an
+unknown version) is an attribute of the API here, not a test of its key there.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ class Api:
     # protocol.messages.<codec>: a hand-written decode_request/encode_response used instead of the construct
     # specs (the hot APIs); imported on first use too.
     codec: str | None = None
+    # The decoder takes the frame as a bytearray too (a large Produce is read into its own buffer, not copied).
+    takes_bytearray: bool = False
+    # The handler lets its connection's next request start itself (ctx.release: a Produce, once appended);
+    # other handlers let it start as soon as they start.
+    releases_connection: bool = False
+    # The handler may only wait (a Fetch long poll, up to 2^31 ms): it ends with the connection.
+    long_poll: bool = False
+    # Requests that get no response at all (a Produce with acks=0), even an error.
+    unanswered: Callable[[Any], bool] | None = None
 
     @cached_property
     def handler(self) -> Callable[..., Any]:
@@ -45,6 +56,18 @@ class Api:
     def handler_now(self) -> Callable[..., Any] | None:
         """An async handler's synchronous try (`handle_now`): the answer, or LATER to run `handle`."""
         return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "handle_now", None)
+
+    @cached_property
+    def unsupported_version_body(self) -> Callable[..., Any] | None:
+        """The handler's answer to a version it does not know (`unsupported_version_body(versions)`, KIP-511's
+        for ApiVersions, encoded as v0), or None: the connection closes."""
+        return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "unsupported_version_body", None)
+
+    @cached_property
+    def client_software(self) -> Callable[[int, Any], str | None] | None:
+        """Where a request names the client's software (`client_software(version, request)`: ApiVersions v3+),
+        for the protocol trace."""
+        return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "client_software", None)
 
     @cached_property
     def request(self):  # noqa: ANN201 - protocol.schema.MessageSpec
@@ -83,12 +106,17 @@ class Api:
         return self.min_version, self.max_version
 
 
+def _acks_zero(request: Any) -> bool:
+    return bool(request.acks == 0)
+
+
 def _build_table() -> dict[int, Api]:
     apis = [
         # Every version from v0 (the 3.x profiles); the 4.x profiles accept what Kafka 4 does
         # (broker.config.kafka_versions): Produce v0-2, which they still advertise, close the connection as there.
-        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce"),
-        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch"),
+        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce",
+            takes_bytearray=True, releases_connection=True, unanswered=_acks_zero),
+        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch", long_poll=True),
         Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
         Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
@@ -144,6 +172,13 @@ def _build_table() -> dict[int, Api]:
             "ConsumerGroupHeartbeatResponse"),
         Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
             "ConsumerGroupDescribeResponse"),
+        # KIP-1071 streams groups: the 4.2-4.4 profiles (v1 and KIP-1331's topology description update: 4.4).
+        Api(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 1, "streams_group_heartbeat", "StreamsGroupHeartbeatRequest",
+            "StreamsGroupHeartbeatResponse"),
+        Api(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, "streams_group_describe", "StreamsGroupDescribeRequest",
+            "StreamsGroupDescribeResponse"),
+        Api(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0, "streams_group_topology_description_update",
+            "StreamsGroupTopologyDescriptionUpdateRequest", "StreamsGroupTopologyDescriptionUpdateResponse"),
         # KIP-932 share groups: the 4.1 to 4.4 profiles (kafka_versions.SHARE_GROUP_APIS), single broker only.
         Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
             "ShareGroupHeartbeatResponse"),

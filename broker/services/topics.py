@@ -546,3 +546,25 @@ def _remove_log(plog: PartitionLog) -> None:
     except FileNotFoundError:
         return
     shutil.rmtree(doomed, ignore_errors=True)
+
+
+def check_new_assignments(assignments: list[list[int]], current: int, count: int, brokers: set[int],
+                          replication_factor: int) -> None:
+    """Kafka's checks of the replicas given for new partitions (CreatePartitions); raises TopicError."""
+    if len(assignments) != count - current:
+        raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                         f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
+                         "assignment(s) were specified.")
+    for ids in assignments:
+        if not ids:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", "Replica assignment of a partition must not be empty.")
+        if len(set(ids)) != len(ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", f"Duplicate brokers in replica assignment: {ids}")
+        if any(b not in brokers for b in ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes broker(s) that are not registered: {ids}")
+        if len(ids) != replication_factor:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), but "
+                             f"this is not consistent with previous partitions, which have {replication_factor} "
+                             "replica(s).")

@@ -34,7 +34,7 @@ def _cases() -> list[tuple[str, int]]:
     """Every message kafka-python has a class for. The inter-broker APIs (LeaderAndIsr, UpdateMetadata,
     StopReplica, ControlledShutdown, AlterPartition) are not among them: tests/protocol/
     test_inter_broker_messages.py checks those against Kafka's own serializer; the KIP-848 and KIP-932 ones,
-    tests/protocol/test_kafka4_messages.py."""
+    tests/protocol/test_kafka4_messages.py; the KIP-1071 ones, tests/protocol/test_streams_messages.py."""
     cases = []
     known = oracle.known_messages()
     for api in table().values():

@@ -45,7 +45,7 @@ LEGITIMATE = {
 }
 # Not compared at all: free text that clients show at most (an error's code is what they act on; tools print
 # the text, whatever it says). Whether there is a message at all varies as much.
-IGNORED = {"error_message", "batch_index_error_message"}
+IGNORED = {"error_message", "batch_index_error_message", "status_detail"}  # status_detail: StreamsGroupHeartbeat
 COMPARE_MESSAGES = False  # `python -m tests.reference diff --messages`: compare them too, to read them
 # Ids a broker makes up: compared by identity within a scenario (the first node id seen is node#0, the same
 # value later is node#0 again), so that "the leader is the broker listed above" is still checked.

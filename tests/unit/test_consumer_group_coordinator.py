@@ -11,7 +11,7 @@ import pytest
 from coordinator.assignors import GroupSpec, MemberSpec, RangeAssignor, SubscriptionType, UniformAssignor
 from coordinator.consumer_group import ConsumerGroupState, MemberState
 from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
-from coordinator.group_coordinator import StoreError
+from coordinator.group_interfaces import StoreError
 from coordinator.topic_regex import InvalidRegex, compile_regex
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import decode_group_record

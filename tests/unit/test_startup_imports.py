@@ -60,6 +60,11 @@ NOT_AT_STARTUP = (
     "protocol.messages.fetch",
     "kazoo",
     "cramjam",
+    # the HTTP services (admin endpoint, schema registry, console) load only when asked for
+    "broker.http",
+    "starlette",
+    "hypercorn",
+    "jinja2",
 )
 
 

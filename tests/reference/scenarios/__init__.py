@@ -10,6 +10,7 @@ from tests.reference.scenarios import (  # noqa: F401
     metadata,
     produce,
     share_groups,
+    streams_groups,
     topics,
     transactions,
     versions,
