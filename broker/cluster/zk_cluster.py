@@ -55,7 +55,9 @@ ALTER_PARTITION_VERSION = 3
 
 
 class ReplicaHooks(Protocol):
-    """What the cluster tells the replica manager (broker.cluster.replica_manager) of new metadata."""
+    """What the cluster tells the replica manager (broker.cluster.replica_manager) of new metadata, and asks it."""
+
+    log_dir_offline: str | None  # why this broker's log directory failed (None: online)
 
     def topic_removed(self, name: str) -> None: ...
 
@@ -72,6 +74,7 @@ class ZkCluster:
         self.controller: Controller | None = None  # while this broker is the controller
         self._registration: BrokerRegistration | None = None
         self._stopping = False
+        self._nursery: trio.Nursery | None = None  # run()'s: tasks that live as long as the registration
         self.on_topics_deleted: list[Callable[[list[str]], None]] = []  # topics gone from the cluster
         self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
         # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
@@ -158,6 +161,7 @@ class ZkCluster:
         events = self.session.subscribe()
         self.broker_epoch = await self.zk.register_broker(self._registration)
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
             nursery.start_soon(self.admin.run)
@@ -175,7 +179,7 @@ class ZkCluster:
                         self.broker_epoch = await self.zk.register_broker(self._registration)
                     except ZooKeeperError as exc:
                         log.error("registering again failed: %s", exc)
-                    if self.replicas is not None and self.replicas.log_dir_offline:
+                    if self._replicas is not None and self._replicas.log_dir_offline:
                         self.log_dir_failed()  # a new registration is a restart to the controller: tell it again
                     election = trio.CancelScope()
                     nursery.start_soon(self._elect, election)
