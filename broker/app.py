@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +40,16 @@ if TYPE_CHECKING:
     from broker.cluster.zk_cluster import ZkCluster
     from broker.security.listener_security import ListenerSecurity
     from broker.security.scram_credentials import ScramCredentialStore
+    from broker.services.client_quotas import ClientQuotas
+    from broker.services.delegation_tokens import DelegationTokens
+    from broker.services.features import FeatureLevels
     from broker.services.groups import GroupService
     from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
     from broker.services.marker_writer import MarkerWriter
     from broker.services.transactions import TxnService
+
+log = logging.getLogger(__name__)
 
 
 class _Service(Protocol):
@@ -123,6 +129,13 @@ class Broker:
                                         group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
 
     @functools.cached_property
+    def fetch_sessions(self) -> Any:
+        """KIP-227: the fetch session cache (broker.services.fetch_sessions.FetchSessionCache)."""
+        from broker.services.fetch_sessions import FetchSessionCache
+
+        return FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots)
+
+    @functools.cached_property
     def group_configs(self) -> Any:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs
@@ -176,6 +189,44 @@ class Broker:
         return LogCleaner(self.config, self.topics, self.clock)
 
     @functools.cached_property
+    def client_quotas(self) -> ClientQuotas:
+        """Quotas of users, client ids and IPs (Alter/DescribeClientQuotas) and their enforcement: in the data
+        dir for a single broker, in ZooKeeper for a cluster (read by its config change follower)."""
+        from broker.services.client_quotas import ClientQuotas, FileQuotaStore, ZkQuotaStore
+
+        kraft = self.versions.since("4.0")
+        if self.replicas is None:
+            store: Any = FileQuotaStore(Path(self.config.data_dir) / "meta" / "client-quotas.json")
+        else:
+            store = ZkQuotaStore(self.cluster.zk, self.cluster.client_quotas_at_start)
+        quotas = ClientQuotas(store, kraft, self.config.quota_window_num, self.config.quota_window_size_seconds)
+        if self.replicas is not None:
+            self.cluster.on_quotas_changed = quotas.replace
+        return quotas
+
+    @functools.cached_property
+    def delegation_tokens(self) -> DelegationTokens:
+        """Delegation tokens (delegation.token.* settings): in the data dir for a single broker, in ZooKeeper's
+        /delegation_token for a cluster (read by its token change follower)."""
+        from broker.services.delegation_tokens import DelegationTokens, FileTokenStore, ZkTokenStore
+
+        if self.replicas is None:
+            store: Any = FileTokenStore(Path(self.config.data_dir) / "meta" / "delegation-tokens.json")
+        else:
+            store = ZkTokenStore(self.cluster.zk, self.cluster.delegation_tokens_at_start)
+        tokens = DelegationTokens(self.config.security, store)
+        if self.replicas is not None:
+            self.cluster.on_tokens_changed = tokens.replace
+        return tokens
+
+    @functools.cached_property
+    def features(self) -> FeatureLevels:
+        """The finalized feature levels (ApiVersions, UpdateFeatures; group.version turns KIP-848 on)."""
+        from broker.services.features import FeatureLevels
+
+        return FeatureLevels(self.versions, Path(self.config.data_dir) / "meta" / "features.json", self.node_id)
+
+    @functools.cached_property
     def scram_credentials(self) -> ScramCredentialStore:
         from broker.security.scram_credentials import ScramCredentialStore
 
@@ -202,12 +253,23 @@ class Broker:
         nursery.start_soon(run_producer_expiration, self.topics, self.clock, self.config)
         if self.config.log_cleaner_enable:
             nursery.start_soon(self.log_cleaner.run)
+        if self.config.security.get("delegation.token.secret.key") or \
+                self.config.security.get("delegation.token.master.key"):
+            nursery.start_soon(self._expire_delegation_tokens)
+
+    async def _expire_delegation_tokens(self) -> None:
+        """Kafka's expireTokens task: every delegation.token.expiry.check.interval.ms, expired tokens go."""
+        tokens = self.delegation_tokens
+        while True:
+            await self.clock.sleep(tokens.check_interval_ms / 1000)
+            try:
+                await tokens.remove_expired(self.now_ms())
+            except Exception:  # ZooKeeper away: the next round tries again
+                log.exception("removing expired delegation tokens")
 
     def start_coordinators(self) -> None:
         _ = self.groups, self.txns  # first use starts them
-        from broker.config.kafka_versions import feature_level
-
-        if not self.cluster.replicated and feature_level(self.versions.release, "share.version") > 0:
+        if not self.cluster.replicated and self.features.level("share.version") > 0:
             _ = self.share_partitions  # share groups: their state is loaded before the first ShareFetch
 
     def readvertise(self) -> None:
@@ -225,8 +287,9 @@ class Broker:
             partition.log.flush()
 
     def close(self) -> None:
-        self.flush_all()
-        self.topics.close()
+        if self.config.durable_stop:
+            self.flush_all()
+        self.topics.close(durable=self.config.durable_stop)
         self.block_store.close()
 
 

@@ -127,6 +127,8 @@ class ConsumerGroup:
         self.subscribed_regexes: Counter[str] = Counter()
         self.resolved_regexes: dict[str, ResolvedRegex] = {}
         self.subscription_type = SubscriptionType.HOMOGENEOUS
+        # When the target assignment was last computed (not a record: after a load the next one is at once).
+        self.last_assignment_ms: int | None = None
         # The metadata hash is recomputed when this passes (Kafka's metadataRefreshDeadline): a topic the group
         # subscribes to changed.
         self.metadata_refresh_deadline_ms = 0

@@ -17,7 +17,7 @@ import logging
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coordinator.assignors import (
@@ -42,8 +42,10 @@ from coordinator.consumer_group import (
     replay,
     subscription_type,
     target_assignment_record,
+    target_epoch_record,
     tombstone,
 )
+from coordinator.consumer_group_describe import DescribedGroup, describe_groups
 from coordinator.consumer_group_regex import regex_update, resolve_regexes
 from coordinator.group_conversion import consumer_group_for
 from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
@@ -70,6 +72,15 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors, the first is the default
     migration_policy: str = "bidirectional"  # group.consumer.migration.policy
     regex_refresh_interval_ms: int = 600_000  # group.consumer.regex.refresh.interval.ms
+    # Kafka 4.3+: a new group starts at epoch 1 with an empty target assignment, so its first computed
+    # assignment is epoch 2 (KAFKA-20268); and a group's target assignment is computed at most every
+    # group.consumer.assignment.interval.ms: a change meanwhile bumps the group epoch and waits (the group is
+    # Assigning) until the interval has passed. 0 and 0: at once from epoch 1, as 4.2 and older.
+    initial_epoch: int = 0
+    assignment_interval_ms: int = 0
+    # Kafka 4.4: the last member leaving brings the empty target assignment up to the group epoch (KAFKA-20442),
+    # and the next member to join is assigned at once.
+    empty_assignment_on_leave: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,27 +93,10 @@ class HeartbeatResult:
     assignment: Assignment | None = None  # None: not sent (unchanged)
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedMember:
-    member: ConsumerGroupMember
-    target: Assignment
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedGroup:
-    group_id: str
-    error: ErrorCode = ErrorCode.NONE
-    message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor: str = ""
-    members: list[DescribedMember] = field(default_factory=list)
-
-
 # Timer keys: (kind, group id, member id)
 _SESSION = "session"
 _REBALANCE = "rebalance"
+_ASSIGN = "assign"  # a group's batched target assignment (Kafka 4.3+)
 
 
 def _topic_partitions(entries: Iterable[Mapping[str, object]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
@@ -261,7 +255,21 @@ class ConsumerGroupCoordinator:
         if group is not None:
             return group
         other = self.other_group_type(group_id) if self.other_group_type is not None else None
-        return consumer_group_for(group_id, other, create, self.config.migration_policy, records, now_ms)
+        group = consumer_group_for(group_id, other, create, self.config.migration_policy, records, now_ms)
+        if self.config.initial_epoch:  # in memory only: the first member's join writes the next epoch
+            group.set_epochs(now_ms, group_epoch=self.config.initial_epoch,
+                             assignment_epoch=self.config.initial_epoch)
+        return group
+
+    def _assign_now(self, group: ConsumerGroup, now_ms: int) -> bool:
+        """Whether the target assignment may be computed now (else when the interval since the last one has
+        passed, by a timer)."""
+        interval = self.config.assignment_interval_ms
+        last = group.last_assignment_ms
+        if interval <= 0 or last is None or now_ms - last >= interval:
+            return True
+        self.timers.schedule((_ASSIGN, group.group_id, ""), last + interval)
+        return False
 
     def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                    rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None, regex: str | None,
@@ -269,6 +277,7 @@ class ConsumerGroupCoordinator:
                    client_host: str, now_ms: int) -> HeartbeatResult:
         records: list[GroupRecord] = []
         create = member_epoch == 0
+        new_group = group_id not in self.groups
         group = self._group_for_heartbeat(group_id, create, records, now_ms)
         if len(group.members) >= self.config.max_size and (not member_id or member_id not in group.members):
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
@@ -289,7 +298,7 @@ class ConsumerGroupCoordinator:
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
             client_id=client_id, client_host=client_host)
 
-        bump = group.group_epoch == 0
+        bump = group.group_epoch == 0 or new_group
         if not updated.subscription_equals(member) or member_id not in group.members:
             records.append(member_subscription_record(group_id, updated))
             if updated.subscribed_topic_names != member.subscribed_topic_names:
@@ -304,7 +313,8 @@ class ConsumerGroupCoordinator:
         if bump or group.metadata_expired(now_ms):
             group_epoch, sub_type = self._update_subscription_metadata(group, bump, member, updated, records, now_ms)
 
-        if group_epoch > group.assignment_epoch:
+        assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
+        if assigned:
             target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
                                        self.config.assignors[0])
             target_epoch = group_epoch
@@ -314,6 +324,8 @@ class ConsumerGroupCoordinator:
 
         reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
         self._commit(group_id, records, now_ms)
+        if assigned:  # (a new group exists once its records are replayed)
+            self.groups[group_id].last_assignment_ms = now_ms
         self._after_reconcile(group_id, updated if reconciled is None else reconciled, reconciled is not None,
                               now_ms)
         final = reconciled if reconciled is not None else updated
@@ -508,8 +520,13 @@ class ConsumerGroupCoordinator:
                     for r in deleted]
         subscribed = group.subscribed_topics_without(members, deleted)
         records.append(epoch_record(gid, group.group_epoch + 1, self._metadata_hash(subscribed)))
+        empty = len(members) == len(group.members)
+        if empty and self.config.empty_assignment_on_leave:
+            records.append(target_epoch_record(gid, group.group_epoch + 1))
         self.rebalances += 1
         self._commit(gid, records, now_ms)
+        if empty and self.config.empty_assignment_on_leave:
+            group.last_assignment_ms = None
         for member in members:
             self._cancel_timers(gid, member.member_id)
 
@@ -542,10 +559,30 @@ class ConsumerGroupCoordinator:
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
 
+    def _assign_by_timer(self, group_id: str, now_ms: int) -> None:
+        """The batched target assignment of a group whose epoch moved on since the last one (Kafka 4.3+): its
+        members reconcile towards it at their next heartbeats."""
+        group = self.groups.get(group_id)
+        if group is None or group.group_epoch <= group.assignment_epoch or not group.members:
+            return
+        member = next(iter(group.members.values()))
+        records: list[GroupRecord] = []
+        try:
+            target_assignment(group, group.group_epoch, member, member, group.subscription_type, records,
+                              self.topics, self.config.assignors[0])
+            self._commit(group_id, records, now_ms)
+        except (GroupError, StoreError) as exc:
+            log.error("group %s: the target assignment failed: %s; trying again later", group_id, exc)
+            self.timers.schedule((_ASSIGN, group_id, ""), now_ms + 1_000)
+            return
+        group.last_assignment_ms = now_ms
+
     def tick(self, now_ms: int) -> None:
         while (key := self.timers.pop_expired(now_ms)) is not None:
             kind, group_id, member_id = key
-            if kind == _SESSION:
+            if kind == _ASSIGN:
+                self._assign_by_timer(group_id, now_ms)
+            elif kind == _SESSION:
                 self._fence_by_timer(group_id, member_id, "the member session expired", now_ms)
             else:
                 epoch = self._rebalance_epochs.pop((group_id, member_id), None)
@@ -555,24 +592,9 @@ class ConsumerGroupCoordinator:
                     self._fence_by_timer(group_id, member_id, f"it failed to transition from epoch {epoch} "
                                          f"within {member.rebalance_timeout_ms}ms", now_ms)
 
-    # == describe, list, delete ==================================================================
+    # == describe, delete ======================================================================
     def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
-        out = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                other = self.other_group_type(group_id) if self.other_group_type is not None else None
-                message = f"Group {group_id} is not a consumer group." if other not in (None, "simple") \
-                    else f"Group {group_id} not found."
-                out.append(DescribedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
-                continue
-            out.append(DescribedGroup(
-                group_id, state=group.state.value, group_epoch=group.group_epoch,
-                assignment_epoch=group.assignment_epoch,
-                assignor=group.preferred_assignor() or self.config.assignors[0],
-                members=[DescribedMember(m, group.target_assignment.get(mid, {}))
-                         for mid, m in group.members.items()]))
-        return out
+        return describe_groups(self.groups, group_ids, self.other_group_type, self.config.assignors[0])
 
     def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
         """The group's records (DeleteGroups on an Empty consumer group; its offsets are the caller's)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -60,6 +60,8 @@ class ZkTopicAdmin:
         self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
         self._pending_creations: set[str] = set()
         self._nursery: trio.Nursery | None = None
+        # A client quota changed (/config/users, /config/clients, /config/ips): the cluster reads them again.
+        self.on_quota_config_changed: Callable[[], Awaitable[None]] | None = None
 
     async def run(self) -> None:
         """Follow the topics' config changes; auto-created topics are written in the background meanwhile."""
@@ -99,6 +101,9 @@ class ZkTopicAdmin:
                     if found is None:
                         continue
                     entity_type, _, entity = found[0].partition("/")
+                    if entity_type in (ConfigType.USER, ConfigType.CLIENT, ConfigType.IP) and \
+                            self.on_quota_config_changed is not None:
+                        await self.on_quota_config_changed()
                     if entity_type == ConfigType.TOPIC:
                         configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
                         self.topic_configs[entity] = configs

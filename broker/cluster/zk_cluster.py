@@ -76,6 +76,12 @@ class ZkCluster:
         self._stopping = False
         self._nursery: trio.Nursery | None = None  # run()'s: tasks that live as long as the registration
         self.on_topics_deleted: list[Callable[[list[str]], None]] = []  # topics gone from the cluster
+        # Client quotas (/config/users, /config/clients, /config/ips): read at start, then at each change.
+        self.client_quotas_at_start: dict[Any, dict[str, float]] = {}
+        self.on_quotas_changed: Any = None  # callback(all quotas), set by the broker's quota service
+        # Delegation tokens (/delegation_token/tokens): read at start, then at each token change notification.
+        self.delegation_tokens_at_start: list[Any] = []
+        self.on_tokens_changed: Any = None  # callback(all tokens), set by the broker's token service
         self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
         # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
         security = inter_broker_security(config)
@@ -125,15 +131,23 @@ class ZkCluster:
             elif "broker.id" in stored and int(stored["broker.id"]) != config.broker_id:
                 raise ValueError(f"Configured broker.id {config.broker_id} doesn't match stored broker.id "
                                  f"{stored['broker.id']} in {config.data_dir}/meta.properties")
+            from broker.services import client_quotas, delegation_tokens
+
+            quotas = await client_quotas.load_from_zookeeper(zk)
+            tokens = await delegation_tokens.load_from_zookeeper(zk)
         except BaseException:
             await session.aclose()
             raise
-        return cls(config, session, zk)
+        cluster = cls(config, session, zk)
+        cluster.client_quotas_at_start = quotas
+        cluster.delegation_tokens_at_start = tokens
+        return cluster
 
     def attach(self, topics: TopicManager, replicas: ReplicaHooks) -> None:
         self._topics = topics
         self._replicas = replicas
         self._admin = ZkTopicAdmin(self.config, self.zk, self.metadata, topics)
+        self._admin.on_quota_config_changed = self._reload_client_quotas
 
     @property
     def topics(self) -> TopicManager:
@@ -165,6 +179,7 @@ class ZkCluster:
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
             nursery.start_soon(self.admin.run)
+            nursery.start_soon(self._follow_token_changes)
             # Ready once the controller has told this broker what the cluster is (its first UpdateMetadata): a
             # client connecting then finds the brokers, the controller and the topics in Metadata.
             await self.metadata.wait_metadata()
@@ -264,6 +279,41 @@ class ZkCluster:
         found = self.topics.get(topic)
         value = found.configs.get("unclean.leader.election.enable") if found is not None else None
         return value == "true" if value is not None else self.config.unclean_leader_election_enable
+
+    async def _follow_token_changes(self) -> None:
+        """Kafka's token change listener: a new /delegation_token/token_changes notification means a token was
+        created, renewed or removed by some broker: every token is read again (they are few)."""
+        from broker.services.delegation_tokens import load_from_zookeeper
+
+        seen: str | None = None
+        while True:
+            send, receive = trio.open_memory_channel[Any](math.inf)
+            try:
+                names = await self.zk.get_token_change_notifications(watch=send)
+                if seen is None:
+                    seen = names[-1] if names else ""
+                elif names and names[-1] > seen:
+                    seen = names[-1]
+                    tokens = await load_from_zookeeper(self.zk)
+                    if self.on_tokens_changed is not None:
+                        self.on_tokens_changed(tokens)
+                    else:
+                        self.delegation_tokens_at_start = tokens
+                await receive.receive()
+            except Exception as exc:  # ZooKeeper away: read again later
+                log.warning("following delegation token changes: %r", exc)
+                await trio.sleep(1)
+
+    async def _reload_client_quotas(self) -> None:
+        """Another broker changed a client quota: read them all again (rare, and few)."""
+        from broker.services.client_quotas import load_from_zookeeper
+
+        quotas = await load_from_zookeeper(self.zk)
+        if self.on_quotas_changed is not None:
+            self.on_quotas_changed(quotas)
+        else:
+            self.client_quotas_at_start = quotas
+
 
     # -- UpdateMetadata ----------------------------------------------------------------------------------------
     def apply_update_metadata(self, req: Any) -> ErrorCode:

@@ -30,6 +30,7 @@ class GroupConfigDef:
     kind: int  # DescribeConfigs ConfigType: 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 7 LIST
     since: str = "4.0"  # the first Kafka release that has it
     described: bool = True  # DescribeConfigs lists it (Kafka 4.4 keeps a few streams settings internal)
+    broker_name: str | None = None  # from 4.3, the synonym DescribeConfigs gives its default: the broker setting
 
 
 def _int_between(lo: Callable[[BrokerConfig], int], hi: Callable[[BrokerConfig], int]
@@ -93,27 +94,36 @@ def _dead_letter_topic(value: str, config: BrokerConfig) -> str | None:
 
 GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("consumer.session.timeout.ms", lambda c: str(c.group_consumer_session_timeout_ms),
-                   _int_in_range("consumer.session.timeout.ms", 1, 45_000, 60_000), 3),
+                   _int_in_range("consumer.session.timeout.ms", 1, 45_000, 60_000), 3,
+                   broker_name="group.consumer.session.timeout.ms"),
     GroupConfigDef("consumer.heartbeat.interval.ms", lambda c: str(c.group_consumer_heartbeat_interval_ms),
-                   _int_in_range("consumer.heartbeat.interval.ms", 1, 5_000, 15_000), 3),
+                   _int_in_range("consumer.heartbeat.interval.ms", 1, 5_000, 15_000), 3,
+                   broker_name="group.consumer.heartbeat.interval.ms"),
     GroupConfigDef("share.session.timeout.ms", lambda c: str(c.group_share_session_timeout_ms),
-                   _int_in_range("share.session.timeout.ms", 1, 45_000, 60_000), 3),
+                   _int_in_range("share.session.timeout.ms", 1, 45_000, 60_000), 3,
+                   broker_name="group.share.session.timeout.ms"),
     GroupConfigDef("share.heartbeat.interval.ms", lambda c: str(c.group_share_heartbeat_interval_ms),
-                   _int_in_range("share.heartbeat.interval.ms", 1, 5_000, 15_000), 3),
+                   _int_in_range("share.heartbeat.interval.ms", 1, 5_000, 15_000), 3,
+                   broker_name="group.share.heartbeat.interval.ms"),
     GroupConfigDef("share.record.lock.duration.ms", lambda c: str(c.group_share_record_lock_duration_ms),
-                   _int_in_range("share.record.lock.duration.ms", 1000, 15_000, 60_000), 3),
+                   _int_in_range("share.record.lock.duration.ms", 1000, 15_000, 60_000), 3,
+                   broker_name="group.share.record.lock.duration.ms"),
     GroupConfigDef("share.auto.offset.reset", lambda c: "latest", _reset, 2),
     GroupConfigDef("share.isolation.level", lambda c: "read_uncommitted",
                    _one_of("read_committed", "read_uncommitted"), 2),
-    # Kafka 4.3 (KIP-1206, KIP-1222, KIP-1240's per-group limits)
+    # Kafka 4.3
     GroupConfigDef("consumer.assignment.interval.ms", lambda c: "1000",
-                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3"),
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3",
+                   broker_name="group.consumer.assignment.interval.ms"),
     GroupConfigDef("share.assignment.interval.ms", lambda c: "1000",
-                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3"),
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3",
+                   broker_name="group.share.assignment.interval.ms"),
     GroupConfigDef("share.delivery.count.limit", lambda c: str(c.group_share_delivery_count_limit),
-                   _int_in_range("share.delivery.count.limit", 2, 2, 10), 3, "4.3"),
+                   _int_in_range("share.delivery.count.limit", 2, 2, 10), 3, "4.3",
+                   broker_name="group.share.delivery.count.limit"),
     GroupConfigDef("share.partition.max.record.locks", lambda c: str(c.group_share_partition_max_record_locks),
-                   _int_in_range("share.partition.max.record.locks", 100, 100, 4000), 3, "4.3"),
+                   _int_in_range("share.partition.max.record.locks", 100, 100, 4000), 3, "4.3",
+                   broker_name="group.share.partition.max.record.locks"),
     GroupConfigDef("share.renew.acknowledge.enable", lambda c: "true", _boolean, 1, "4.3"),
     # Kafka 4.4 (KIP-1191, share.version 2)
     GroupConfigDef("errors.deadletterqueue.topic.name", lambda c: "", _dead_letter_topic, 2, "4.4"),
@@ -121,23 +131,30 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     # Streams groups (KIP-1071): Kafka's defaults and bounds of the broker's group.streams.* settings
     # (coordinator/streams_group_coordinator.StreamsGroupConfig); 4.4 keeps four of them out of DescribeConfigs.
     GroupConfigDef("streams.session.timeout.ms", lambda c: "45000",
-                   _int_in_range("streams.session.timeout.ms", 1, 45_000, 60_000), 3, "4.1"),
+                   _int_in_range("streams.session.timeout.ms", 1, 45_000, 60_000), 3, "4.1",
+                   broker_name="group.streams.session.timeout.ms"),
     GroupConfigDef("streams.heartbeat.interval.ms", lambda c: "5000",
-                   _int_in_range("streams.heartbeat.interval.ms", 1, 5_000, 15_000), 3, "4.1"),
-    GroupConfigDef("streams.num.standby.replicas", lambda c: "0", _int_between(lambda c: 0, lambda c: 2), 3, "4.1"),
+                   _int_in_range("streams.heartbeat.interval.ms", 1, 5_000, 15_000), 3, "4.1",
+                   broker_name="group.streams.heartbeat.interval.ms"),
+    GroupConfigDef("streams.num.standby.replicas", lambda c: "0", _int_between(lambda c: 0, lambda c: 2), 3, "4.1",
+                   broker_name="group.streams.num.standby.replicas"),
     GroupConfigDef("streams.initial.rebalance.delay.ms", lambda c: "3000",
-                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.2"),
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.2",
+                   broker_name="group.streams.initial.rebalance.delay.ms"),
     GroupConfigDef("streams.assignment.interval.ms", lambda c: "1000",
-                   _int_in_range("streams.assignment.interval.ms", 0, 0, 15_000), 3, "4.3"),
+                   _int_in_range("streams.assignment.interval.ms", 0, 0, 15_000), 3, "4.3",
+                   broker_name="group.streams.assignment.interval.ms"),
     GroupConfigDef("streams.assignor.offload.enable", lambda c: "true", _boolean, 1, "4.3", described=False),
-    GroupConfigDef("streams.rack.aware.assignment.tags", lambda c: "", _tags, 7, "4.4"),
+    GroupConfigDef("streams.rack.aware.assignment.tags", lambda c: "", _tags, 7, "4.4",
+                   broker_name="group.streams.rack.aware.assignment.tags"),
     GroupConfigDef("streams.task.offset.interval.ms", lambda c: "60000",
                    _int_between(lambda c: 15_000, lambda c: 2**31 - 1), 3, "4.4", described=False),
     GroupConfigDef("streams.num.warmup.replicas", lambda c: "2", _int_between(lambda c: 0, lambda c: 20), 3, "4.4",
                    described=False),
     GroupConfigDef("streams.acceptable.recovery.lag", lambda c: "10000",
                    _int_between(lambda c: 0, lambda c: 2**63 - 1), 5, "4.4", described=False),
-    GroupConfigDef("streams.assignor.name", lambda c: "sticky", _one_of("sticky"), 2, "4.4"),
+    GroupConfigDef("streams.assignor.name", lambda c: "sticky", _one_of("sticky"), 2, "4.4",
+                   broker_name="group.streams.assignors"),
 )}
 
 

@@ -26,6 +26,7 @@ class RequestContext:
     endpoint: Endpoint  # the listener the client connected to
     peer: str
     principal: str = ANONYMOUS
+    token_authenticated: bool = False  # the principal logged in with a delegation token
     # Lets the connection start its next request. A Produce calls it once its appends are done: a Produce
     # that must wait first (KIP-890 verification by another broker) keeps its connection's later requests
     # behind it, so they still take effect in order. Other handlers release when they start.

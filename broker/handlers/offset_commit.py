@@ -1,5 +1,5 @@
 """OffsetCommit: committed offsets (with leader epoch and metadata) of a group's partitions, checked
-against the group's generation and members; answered once durable."""
+against the group's generation and members; answered once durable. v10 names topics by id."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import trio
 
 from broker.handlers.context import RequestContext
+from broker.handlers.topic_ids import name_topics
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
@@ -22,6 +23,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     groups = broker.groups
     await groups.loaded.wait()
+    if version >= 10:
+        name_topics(ctx, req.topics)
     not_here = groups.error_for(req.group_id) if version > 0 else None
     now = broker.now_ms()
     # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
@@ -33,13 +36,17 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     offsets: dict[tuple[str, int], OffsetValue] = {}
     # READ on the group, then on each topic (KafkaApis.handleOffsetCommitRequest).
     group_ok = authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
-    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                (t.name for t in req.topics if t.name is not None))
     for t in req.topics:
         topic = broker.topics.get(t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if not group_ok:
                 errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if t.name is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_ID
                 continue
             if not_here:
                 errors[tp] = not_here
@@ -85,7 +92,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if stored:
             errors.update((tp, stored) for tp, e in errors.items() if e == ErrorCode.NONE and tp in offsets)
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+        {"name": t.name, "topic_id": t.topic_id, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": errors[(t.name, p.partition_index)]}
                                         for p in t.partitions]}
         for t in req.topics]}

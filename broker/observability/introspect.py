@@ -119,6 +119,16 @@ def transactions(broker: Broker) -> dict[str, dict[str, Any]]:
     } for txn in service.coordinator.txns.values()}
 
 
+def fetch_sessions(broker: Broker) -> list[dict[str, Any]]:
+    """The fetch sessions (KIP-227) the broker keeps."""
+    cache = broker.__dict__.get("fetch_sessions")
+    if cache is None:
+        return []
+    return [{"session_id": s.id, "epoch": s.epoch, "partitions": len(s.partitions), "privileged": s.privileged,
+             "uses_topic_ids": s.uses_topic_ids, "created_ms": s.creation_ms, "last_used_ms": s.last_used_ms}
+            for shard in cache.shards for s in shard.sessions.values()]
+
+
 def producers(broker: Broker, topic: str, partition: int) -> list[dict[str, Any]]:
     found = broker.topics.get(topic)
     if found is None or not 0 <= partition < len(found.partitions):

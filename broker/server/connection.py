@@ -29,13 +29,18 @@ from broker.server.dispatch import Api, lookup
 from broker.server.framing import FrameTooLarge, frame_response, frame_size, take_frame
 from broker.server.sasl_framing import Answer, Close, Fail, SaslFraming, Verdict
 from protocol.errors import DecodeError
-from protocol.header import ErrorCode, RequestHeader, parse_request_header, response_header_version
+from protocol.header import ApiKey, ErrorCode, RequestHeader, parse_request_header, response_header_version
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 64  # per connection; more requests wait in the socket buffer (backpressure)
 RECV_SIZE = 256 * 1024
 DIRECT_READ_MIN = 256 * 1024  # frames from this size on are read into their own buffer
+# Not counted against a client's request quota (Kafka exempts them: a client must be able to learn the versions
+# and authenticate; the cluster's own requests are not a client's).
+_QUOTA_EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                           ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                           ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.WRITE_TXN_MARKERS})
 
 
 class CloseConnection(Exception):
@@ -53,6 +58,7 @@ class _Slot:
     close_after: bool = False  # fault injection: close the connection once this response is sent
     started: float = 0.0  # perf_counter at decoding, for the latency metric
     request: Any = None  # the decoded request, for the per-topic metrics
+    size: int = 0  # the request frame's bytes (a producer's client quota counts them)
 
 
 def peer_name(stream: Any) -> str:
@@ -107,6 +113,7 @@ class Connection:
         self._close_logged = False  # the reason to close was logged already (a failed authentication)
         self._writer_wake = trio.Event()
         self._progress: trio.Event | None = None  # set when a response is answered or sent
+        self._muted_until = 0.0  # trio time until which a throttled client's next request waits
         self._scope: trio.CancelScope | None = None
         self._unstarted = 0  # handler tasks started that have not run yet
         self._long_polls: set[trio.CancelScope] = set()
@@ -242,14 +249,17 @@ class Connection:
 
     async def _start_request(self, frame: bytes | bytearray, nursery: trio.Nursery) -> bool:
         """Decode and start one request; False means close the connection. (Async only for an injected
-        delay and a SASL check that may block: nothing else awaits here.)"""
+        delay, a SASL check that may block and a client quota's throttle: nothing else awaits here.)"""
+        if self._muted_until:  # KIP-219: a throttled client's connection is not read until the time is over
+            await trio.sleep_until(self._muted_until)
+            self._muted_until = 0.0
         sasl = self._sasl
         if sasl is not None and sasl.intercepts(frame):
             verdict = await sasl.frame(frame)
             if verdict is not None:
                 return self._sasl_verdict(verdict, nursery)
         try:
-            header, offset = parse_request_header(frame)
+            header, offset = parse_request_header(frame, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed request header: %s", self.peer, exc)
             return False
@@ -269,12 +279,13 @@ class Connection:
             self._respond(frame_response(header.correlation_id, response_header_version(api.key, 0), body))
             return True
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
-        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal)
-        slot = _Slot(started=time.perf_counter(), request=request)
+        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal,
+                             self._sasl is not None and self._sasl.authenticator.token_authenticated)
+        slot = _Slot(started=time.perf_counter(), request=request, size=len(frame))
         tracer = self.instruments.tracer
         if tracer is not None:
             software = api.client_software(version, request) if api.client_software is not None else None
@@ -427,6 +438,8 @@ class Connection:
             return
         try:
             body = api.encode_response(version, response)
+            if api.key not in _QUOTA_EXEMPT:
+                body = self._throttle(api, ctx, slot, response, body)
         except Exception:
             log.exception("encoding %s v%d response failed", api.key.name, version)
             self._answer(slot, None, close=True)
@@ -439,6 +452,20 @@ class Connection:
         slot = _Slot()
         self._slots.append(slot)
         self._answer(slot, data)
+
+    def _throttle(self, api: Api, ctx: RequestContext, slot: _Slot, response: Any, body: bytes) -> bytes:
+        """Client quotas (broker.services.client_quotas): a client beyond its rate gets the throttle time in
+        the answer, and its connection is read again only once that time has passed (KIP-219)."""
+        quotas = self.broker.client_quotas
+        if not quotas.active or not isinstance(response, dict) or "throttle_time_ms" not in response:
+            return body
+        throttle_ms = quotas.throttle(api.key, ctx.principal.partition(":")[2], ctx.header.client_id or "",
+                                      slot.size, len(body), time.perf_counter() - slot.started, self.broker.now_ms())
+        if throttle_ms <= response["throttle_time_ms"]:
+            return body
+        response["throttle_time_ms"] = throttle_ms
+        self._muted_until = trio.current_time() + throttle_ms / 1000
+        return api.encode_response(ctx.header.api_version, response)
 
     def _answer(self, slot: _Slot, data: bytes | None, *, close: bool = False) -> None:
         """Record a response; send every answered one from the head of the queue, in order."""

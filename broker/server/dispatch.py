@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from broker.config import kafka_versions
+from protocol.errors import DecodeLimits
 from protocol.header import ApiKey
 
 
@@ -82,10 +83,10 @@ class Api:
         return message(self.response_name)
 
     @cached_property
-    def decode_request(self) -> Callable[[int, bytes, int], Any]:
-        """(version, frame, offset) -> the request."""
+    def decode_request(self) -> Callable[[int, bytes, int, DecodeLimits | None], Any]:
+        """(version, frame, offset, limits) -> the request."""
         if self.codec is not None:
-            decode: Callable[[int, bytes, int], Any] = self._codec.decode_request
+            decode: Callable[[int, bytes, int, DecodeLimits | None], Any] = self._codec.decode_request
             return decode
         return self.request.decode
 
@@ -117,9 +118,10 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce",
             takes_bytearray=True, releases_connection=True, unanswered=_acks_zero),
         Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch", long_poll=True),
-        Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.LIST_OFFSETS, 0, 11, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
-        Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 5, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse",
+            codec="api_versions"),
         # Answered by the connection during an authentication (broker.security.authenticator); the handlers
         # answer the other cases (ILLEGAL_SASL_STATE), as Kafka's KafkaApis does.
         Api(ApiKey.SASL_HANDSHAKE, 0, 1, "sasl_handshake", "SaslHandshakeRequest", "SaslHandshakeResponse"),
@@ -142,7 +144,7 @@ def _build_table() -> dict[int, Api]:
             "OffsetForLeaderEpochResponse"),
         # What a single broker truthfully answers about leaders, replicas and log directories.
         Api(ApiKey.ELECT_LEADERS, 0, 2, "elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse"),
-        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 4, "describe_log_dirs", "DescribeLogDirsRequest",
+        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 5, "describe_log_dirs", "DescribeLogDirsRequest",
             "DescribeLogDirsResponse"),
         Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 0, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
             "AlterReplicaLogDirsResponse"),
@@ -161,12 +163,12 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.SYNC_GROUP, 0, 5, "sync_group", "SyncGroupRequest", "SyncGroupResponse"),
         Api(ApiKey.HEARTBEAT, 0, 4, "heartbeat", "HeartbeatRequest", "HeartbeatResponse"),
         Api(ApiKey.LEAVE_GROUP, 0, 5, "leave_group", "LeaveGroupRequest", "LeaveGroupResponse"),
-        Api(ApiKey.OFFSET_COMMIT, 0, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
-        Api(ApiKey.OFFSET_FETCH, 0, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 0, 10, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 0, 10, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
         Api(ApiKey.LIST_GROUPS, 0, 5, "list_groups", "ListGroupsRequest", "ListGroupsResponse"),
         Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
-        Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        Api(ApiKey.DELETE_GROUPS, 0, 3, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
         # KIP-848 consumer groups: offered by the 4.x profiles only (kafka_versions.KAFKA4_APIS).
         Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, "consumer_group_heartbeat", "ConsumerGroupHeartbeatRequest",
             "ConsumerGroupHeartbeatResponse"),
@@ -187,7 +189,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.SHARE_FETCH, 1, 2, "share_fetch", "ShareFetchRequest", "ShareFetchResponse"),
         Api(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, "share_acknowledge", "ShareAcknowledgeRequest",
             "ShareAcknowledgeResponse"),
-        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 0, "describe_share_group_offsets",
+        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, "describe_share_group_offsets",
             "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
         Api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, "alter_share_group_offsets", "AlterShareGroupOffsetsRequest",
             "AlterShareGroupOffsetsResponse"),
@@ -204,7 +206,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse"),
         Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
-        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 6, "txn_offset_commit", "TxnOffsetCommitRequest",
             "TxnOffsetCommitResponse"),
         Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "describe_transactions", "DescribeTransactionsRequest",
             "DescribeTransactionsResponse"),
@@ -220,6 +222,20 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "controlled_shutdown", "ControlledShutdownRequest",
             "ControlledShutdownResponse"),
         Api(ApiKey.ALTER_PARTITION, 0, 3, "alter_partition", "AlterPartitionRequest", "AlterPartitionResponse"),
+        # Delegation tokens (KIP-48): a 4.x profile from v1 (KIP-896), the 3.x ones from v0.
+        Api(ApiKey.CREATE_DELEGATION_TOKEN, 0, 3, "create_delegation_token", "CreateDelegationTokenRequest",
+            "CreateDelegationTokenResponse"),
+        Api(ApiKey.RENEW_DELEGATION_TOKEN, 0, 2, "renew_delegation_token", "RenewDelegationTokenRequest",
+            "RenewDelegationTokenResponse"),
+        Api(ApiKey.EXPIRE_DELEGATION_TOKEN, 0, 2, "expire_delegation_token", "ExpireDelegationTokenRequest",
+            "ExpireDelegationTokenResponse"),
+        Api(ApiKey.DESCRIBE_DELEGATION_TOKEN, 0, 3, "describe_delegation_token", "DescribeDelegationTokenRequest",
+            "DescribeDelegationTokenResponse"),
+        Api(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, "describe_client_quotas", "DescribeClientQuotasRequest",
+            "DescribeClientQuotasResponse"),
+        Api(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, "alter_client_quotas", "AlterClientQuotasRequest",
+            "AlterClientQuotasResponse"),
+        Api(ApiKey.UPDATE_FEATURES, 0, 2, "update_features", "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
         Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
             "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
         Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",

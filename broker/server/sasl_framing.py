@@ -89,7 +89,7 @@ class SaslFraming:
         if sasl.expects_raw_token:  # after SaslHandshake v0: a bare token, no request header
             return await self._token(bytes(frame), None, None)
         try:
-            header, offset = parse_request_header(frame)
+            header, offset = parse_request_header(frame, self.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed request header during SASL authentication: %s", self.peer, exc)
             return Fail(None)
@@ -122,7 +122,7 @@ class SaslFraming:
                         version, header.api_key)
             return Fail(None)
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return Fail(None)
@@ -172,7 +172,7 @@ class SaslFraming:
         if api is None or not self.versions.accepts(header.api_key, version):
             return None
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.versions.decode_limits)
             body = error_response(api.key, request, ErrorCode.ILLEGAL_SASL_STATE, self.topic_name)
             return frame_response(header.correlation_id, response_header_version(api.key, version),
                                   api.encode_response(version, body))

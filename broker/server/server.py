@@ -206,8 +206,14 @@ class Server:
             assert self.broker is not None
             out.append(build_listener_security(listener.name, SecurityProtocol(protocol), self.config.security,
                                                scram_lookup=scram_lookup_from(self.broker.scram_credentials),
-                                               now_ms=self.broker.now_ms))
+                                               now_ms=self.broker.now_ms,
+                                               token_lookup=self._token_lookup))
         return out
+
+    def _token_lookup(self, token_id: str, mechanism: str) -> Any:
+        """A delegation token's SCRAM credentials (its service loads when a client first logs in with one)."""
+        assert self.broker is not None
+        return self.broker.delegation_tokens.scram_keys(token_id, mechanism)
 
     async def _start_listeners(self, conn_nursery: trio.Nursery, securities: list[object]) -> list[trio.CancelScope]:
         scopes = []

@@ -118,6 +118,7 @@ class GroupService:
             assignors=tuple(a.strip() for a in c.group_consumer_assignors.split(",") if a.strip()),
             migration_policy=c.group_consumer_migration_policy.lower(),
             regex_refresh_interval_ms=c.group_consumer_regex_refresh_interval_ms,
+            **consumer_epochs_of(c),
         ), self, TopicsView(topics), self.coordinator)
         self.share = ShareGroupCoordinator(ShareGroupConfig(
             session_timeout_ms=c.group_share_session_timeout_ms,
@@ -469,6 +470,14 @@ class GroupService:
         stored = await self.durable(request["group_id"])
         return ShareHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
 
+    async def create_share_group(self, group_id: str, epoch: int) -> ErrorCode:
+        """An empty share group (AlterShareGroupOffsets of a group not there yet), once its record is durable."""
+        await self.loaded.wait()
+        error = self.error_for(group_id) or self.share.create_empty(group_id, epoch, self.clock.now_ms())
+        if error:
+            return error
+        return await self.durable(group_id) or ErrorCode.NONE
+
     async def streams_group_heartbeat(self, request: HeartbeatRequest) -> StreamsHeartbeatResult:
         """StreamsGroupHeartbeat (KIP-1071): answered once its records are durable."""
         await self.loaded.wait()
@@ -492,6 +501,19 @@ class GroupService:
         result: SyncResult = await reply.wait()
         await self.durable(request["group_id"])
         return result
+
+
+def consumer_epochs_of(config: BrokerConfig) -> dict[str, Any]:
+    """How the profile's release numbers consumer group epochs and batches their assignments (recorded from the
+    real releases: tests/reference/recorded/*/consumer_group_epochs.json): Kafka 4.3 starts groups at epoch 1 and
+    computes a group's assignment at most every group.consumer.assignment.interval.ms (its default, 1 s), 4.4
+    also brings the empty group's assignment epoch up to date when the last member leaves."""
+    from broker.config.kafka_versions import check_release, release_key
+
+    release = release_key(check_release(config.kafka_version))
+    if release < (4, 3):
+        return {}
+    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
 
 
 def _classic_only(records: Iterator[Record], modern: list[Record]) -> Iterator[Record]:

@@ -316,12 +316,17 @@ class TopicManager:
     def effective_configs(self, topic: Topic) -> dict[str, str]:
         return effective_configs(topic.configs, self.config)
 
-    def close(self) -> None:
+    def close(self, durable: bool = True) -> None:
         """Close every log, then mark the shutdown clean (a log that fails to close leaves no mark: the
-        next start recovers them all)."""
+        next start recovers them all). Not `durable`: the logs are closed as they are, nothing is synced
+        and no mark is written (the next start, if any, recovers them)."""
         from concurrent.futures import ThreadPoolExecutor  # a shutdown's alone: not imported at startup
 
         partitions = [*self.hosted(), *self._unclaimed.values()]
+        if not durable:
+            for partition in partitions:
+                partition.log.close(sync=False)
+            return
         # Kafka closes logs on num.recovery.threads.per.data.dir threads: concurrent fsyncs share journal
         # commits, so a thousand partitions' ~5 fsyncs each take a fraction of their time in sequence.
         with ThreadPoolExecutor(_CLOSE_THREADS, thread_name_prefix="close-log") as pool:

@@ -238,6 +238,13 @@ class BrokerThread:
 
         return self.call(introspect.transactions)
 
+    def fetch_sessions(self) -> list[dict[str, Any]]:
+        """The fetch sessions (KIP-227) the broker keeps: [{"session_id", "epoch" (the next incremental fetch's),
+        "partitions", "privileged" (a follower's), "uses_topic_ids", "created_ms", "last_used_ms"}]."""
+        from broker.observability import introspect
+
+        return self.call(introspect.fetch_sessions)
+
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
         """The idempotent and transactional producers the partition knows: [{"producer_id", "epoch",
         "last_sequence", "last_offset", "last_timestamp", "open_transaction_first_offset"}]."""

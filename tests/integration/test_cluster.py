@@ -723,7 +723,7 @@ def test_a_fenced_producers_late_txn_offset_commit_is_refused(minibroker_cluster
         with WireClient(cluster.broker(group_coordinator).bootstrap) as c:
             answer = c.request(28, 3, {
                 "transactional_id": txn_id, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
-                "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{
+                "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None, "topics": [{
                     "name": topic_name, "partitions": [{"partition_index": partition, "committed_offset": offset,
                                                         "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
         return answer.topics[0].partitions[0].error_code

@@ -613,7 +613,7 @@ def _client_side(broker: Broker) -> tuple[Any, str | None, str | None]:
     """TLS and SASL of the console's connections (the cluster's own, as the brokers connect to each other), the
     listener they go to, and why they cannot be made (None: they can)."""
     if broker.zk_cluster is not None:
-        return broker.zk_cluster.client_security, broker.zk_cluster.inter_broker_listener, None
+        return broker.zk_cluster.client_security, broker.zk_cluster.metadata.inter_broker_listener, None
     config = broker.config
     try:
         listener = config.inter_broker_listener()
