@@ -19,7 +19,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -34,6 +34,9 @@ from broker.services.topics import (
     TopicManager,
 )
 from protocol.header import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from broker.log.append import Appender
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +64,12 @@ class LeaderState:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, clock: Any, config: Any,
-                 cluster: Any) -> None:
+    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, appender: Appender, clock: Any,
+                 config: Any, cluster: Any) -> None:
         self.node_id = node_id
         self.topics = topics
         self.appends = appends
+        self.appender = appender  # the replica fetchers append through it (AppendOrigin.REPLICATION)
         self.clock = clock
         self.config = config
         self.cluster = cluster  # broker.cluster.zk_cluster.ZkCluster

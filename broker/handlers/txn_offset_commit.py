@@ -32,18 +32,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not req.group_id:
         return _answer(req, ErrorCode.INVALID_GROUP_ID)
-    not_here = groups.error_for(req.group_id)  # the group's coordinator takes TxnOffsetCommit
+    not_here = groups.runtime.error_for(req.group_id)  # the group's coordinator takes TxnOffsetCommit
     if not_here:
         return _answer(req, not_here)
     try:
-        offsets_topic = groups.offsets_topic()
+        offsets_topic = groups.runtime.topic()
     except (TopicError, OSError):
         return _answer(req, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # The group's partition must be in the transaction (AddOffsetsToTxn first), as Kafka verifies.
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets_topic.partitions)))
     # The transaction coordinator's check, where it is this broker (in a cluster it is usually another one,
     # which the producer has asked with AddOffsetsToTxn already).
-    if txns.error_for(req.transactional_id):
+    if txns.runtime.error_for(req.transactional_id):
         error = ErrorCode.NONE
     elif version >= 5:
         # Transaction version 2: the commit adds the group's partition itself (no AddOffsetsToTxn, KIP-890).
