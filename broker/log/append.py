@@ -159,7 +159,7 @@ class Appender:
         plog = partition.log
         try:
             headers = plog.append_as_follower(records, now_ms=now_ms)
-        except CorruptRecordError as exc:  # a response cut inside a batch: the whole ones before it are kept
+        except CorruptRecordError as exc:  # e.g. a response cut inside a batch (max bytes): nothing appended
             return Appended(ErrorCode.CORRUPT_MESSAGE, str(exc))
         except OSError as exc:
             return Appended(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
