@@ -21,11 +21,10 @@ leader's hook (in a cluster the high watermark may move) and the wake-up of wait
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.log.partition_log import RecordBatchTooLargeError
+from broker.log.partition_log import Appended, RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
 from protocol.header import ErrorCode
 from protocol.records import (
@@ -69,20 +68,6 @@ class AppendTarget(Protocol):
     def producers(self) -> ProducerStateManager | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Appended:
-    """What an append did: an error (with Kafka's message, if any), or the offsets the batches got (a
-    producer's retry: the offsets of the batch it repeats, `duplicate`)."""
-
-    error: ErrorCode = ErrorCode.NONE
-    message: str | None = None
-    base_offset: int = -1
-    last_offset: int = -1
-    log_append_time: int = -1  # -1 with CreateTime; a duplicate's: the timestamp its first append stored
-    log_start_offset: int = -1  # reported with the errors raised once the log is reached, as Kafka's
-    duplicate: bool = False
-
-
 NOTHING_APPENDED = Appended()
 
 
@@ -116,41 +101,38 @@ class Appender:
             return self._append_as_follower(partition, records, now_ms)
         plog, producers = partition.log, partition.producers
         view = memoryview(records)
+        producer_batches: list[tuple[BatchHeader, tuple[int, int] | None, int]] = []  # (header, marker, delta)
+        delta = 0  # of the batch's first offset from the append's
         try:
             parsed = list(iter_batches(view))
-            markers = [_end_marker(view, start, end) if header.is_control else None
-                       for header, start, end in parsed]
-        except CorruptRecordError as exc:
-            return Appended(ErrorCode.CORRUPT_MESSAGE, str(exc))
-        for (header, _start, _end), marker in zip(parsed, markers, strict=True):
-            if header.producer_id != NO_PRODUCER_ID:
-                refused = _check_producer(partition, header, marker, origin)
-                if refused is not None:
-                    return refused
-        try:
-            result = plog.append_as_leader(view, now_ms=now_ms, parsed=parsed)
+            for header, start, end in parsed:
+                if header.producer_id != NO_PRODUCER_ID:
+                    marker = _end_marker(view, start, end) if header.is_control else None
+                    refused = _check_producer(partition, header, marker, origin)
+                    if refused is not None:
+                        return refused
+                    producer_batches.append((header, marker, delta))
+                delta += header.last_offset_delta + 1
+            appended = plog.append_as_leader(view, now_ms=now_ms, parsed=parsed)
         except RecordBatchTooLargeError as exc:
             return Appended(ErrorCode.RECORD_LIST_TOO_LARGE, str(exc))
         except CorruptRecordError as exc:
             return Appended(ErrorCode.CORRUPT_MESSAGE, str(exc))
         except OSError as exc:
             return Appended(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
-        offset = result.base_offset
-        for (header, _start, _end), marker in zip(parsed, markers, strict=True):
-            if header.producer_id != NO_PRODUCER_ID:
-                timestamp = result.log_append_time if result.log_append_time != -1 else header.max_timestamp
-                if marker is not None:
-                    producers.complete_txn(header.producer_id, header.producer_epoch, marker[0] == CONTROL_COMMIT,
-                                           marker[1], offset, timestamp)
-                elif not header.is_control:
-                    producers.commit(header.producer_id, header.producer_epoch, header.base_sequence,
-                                     header.last_offset_delta, offset, timestamp, header.is_transactional)
-            offset += header.last_offset_delta + 1
+        for header, marker, delta in producer_batches:
+            offset = appended.base_offset + delta
+            timestamp = appended.log_append_time if appended.log_append_time != -1 else header.max_timestamp
+            if marker is not None:
+                producers.complete_txn(header.producer_id, header.producer_epoch, marker[0] == CONTROL_COMMIT,
+                                       marker[1], offset, timestamp)
+            elif not header.is_control:
+                producers.commit(header.producer_id, header.producer_epoch, header.base_sequence,
+                                 header.last_offset_delta, offset, timestamp, header.is_transactional)
         if self.on_leader_append is not None:
             self.on_leader_append(partition)
         self._wake_fetches()
-        return Appended(ErrorCode.NONE, None, result.base_offset, result.last_offset, result.log_append_time,
-                        result.log_start_offset)
+        return appended
 
     def _append_as_follower(self, partition: AppendTarget, records: Buffer, now_ms: int) -> Appended:
         """A leader's batches, stored as they are; the producer state replays them (markers included)."""
@@ -209,3 +191,6 @@ def _end_marker(view: memoryview, start: int, end: int) -> tuple[int, int] | Non
     if kind not in (CONTROL_ABORT, CONTROL_COMMIT) or coordinator_epoch is None:
         return None
     return kind, coordinator_epoch
+
+
+__all__ = ["NOTHING_APPENDED", "Appended", "AppendOrigin", "AppendTarget", "Appender", "client_batch_error"]

@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from broker.log.checkpoints import (
     CLEANER_CHECKPOINT,
@@ -37,6 +38,7 @@ from broker.log.leader_epochs import LeaderEpochCache
 from broker.log.log_loader import SWAP_DIR, complete_swap, load_segments
 from broker.log.log_reads import LogReads, OffsetOutOfRangeError
 from broker.log.segment import LogSegment, file_name
+from protocol.header import ErrorCode
 from protocol.records import (
     BatchHeader,
     Buffer,
@@ -54,12 +56,17 @@ class RecordBatchTooLargeError(ValueError):
     """Kafka's RecordBatchTooLargeException (RECORD_BATCH_TOO_LARGE): an append larger than segment.bytes."""
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int
-    last_offset: int
-    log_append_time: int  # -1 with CreateTime
-    log_start_offset: int
+class Appended(NamedTuple):  # a tuple: one is made at every append, and a tuple is the cheapest to build
+    """What an append did (broker/log/append.py answers with it too): an error with Kafka's message, or the offsets
+    the batches got (for a producer's retry, those of the batch it repeats: `duplicate`)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1  # -1 with CreateTime; a duplicate's: the timestamp its first append stored
+    log_start_offset: int = -1  # reported with the errors raised once the log is reached, as Kafka's
+    duplicate: bool = False
 
 
 @dataclass(slots=True)
@@ -167,7 +174,7 @@ class PartitionLog(LogReads):
     # --- appending --------------------------------------------------------------------------------------
 
     def append_as_leader(self, batches: Buffer, *, now_ms: int,
-                         parsed: list[tuple[BatchHeader, int, int]] | None = None) -> AppendResult:
+                         parsed: list[tuple[BatchHeader, int, int]] | None = None) -> Appended:
         """Append already-validated v2 batches (`parsed`: their iter_batches, if the caller has it):
         offsets assigned by rewriting each batch's base offset (and leader epoch), LogAppendTime applied if
         configured; the bytes are otherwise stored as given. Only broker/log/append.py calls it (and the
@@ -213,7 +220,8 @@ class PartitionLog(LogReads):
         segment.size += total
         self.size_bytes += total
         self.log_end_offset = offset
-        return AppendResult(first, offset - 1, now_ms if log_append_time else -1, self.log_start_offset)
+        return Appended(ErrorCode.NONE, None, first, offset - 1, now_ms if log_append_time else -1,
+                        self.log_start_offset)
 
     def append_as_follower(self, batches: Buffer, *, now_ms: int) -> list[BatchHeader]:
         """Append a leader's batches as they are (offsets, leader epochs, timestamps unchanged), as a
@@ -577,5 +585,5 @@ def _now(now_ms: int | None) -> int:
     return time.time_ns() // 1_000_000 if now_ms is None else now_ms
 
 
-__all__ = ["AppendResult", "FlushPoint", "OffsetOutOfRangeError", "PartitionLog",
+__all__ = ["Appended", "FlushPoint", "OffsetOutOfRangeError", "PartitionLog",
            "RecordBatchTooLargeError", "file_name"]
