@@ -1,4 +1,4 @@
-# minibroker: `make run` starts a broker on localhost:9092, `make test` installs what is missing and tests.
+# minibroker: `make run` starts a broker on localhost:9092 (its schema registry on localhost:8081), `make test` installs what is missing and tests.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +7,8 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps reference-deps run cluster test lint bench fuzz soak chaos load pipeline clean bytecode certs \
+.PHONY: install system-deps reference-deps run cluster test lint docs docs-serve bench fuzz soak chaos load pipeline \
+	clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
 
 install: $(VENV)/.installed
@@ -15,7 +16,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@scripts/ensure-python-venv.sh $(PYTHON)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
 # Debian packages the tests need (ZooKeeper and Java); installed when running as root.
@@ -28,7 +29,7 @@ bytecode: install
 	@$(PY) -m compileall -q broker protocol coordinator zk > /dev/null
 
 run: install bytecode
-	$(PY) -m broker $(ARGS)
+	$(PY) -m broker --schema-registry 127.0.0.1:8081 $(ARGS)
 
 # A local cluster: ZooKeeper (Debian's package) and three brokers on localhost:9092-9094, data under
 # data/cluster; Ctrl-C stops it. Broker options: make cluster ARGS="--override min.insync.replicas=2".
@@ -36,15 +37,25 @@ cluster: install system-deps bytecode
 	$(PY) -m broker.testkit.cluster --brokers 3 --port 9092 --data-dir data/cluster -- $(ARGS)
 
 # certs/: a throw-away CA (ca.pem), the broker's key and chain (broker.pem, for localhost and the compose
-# service name) and a client certificate for alice, to try SSL and SASL_SSL listeners (docs/security.md).
+# service name) and a client certificate for alice, to try SSL and SASL_SSL listeners (docs/running/security.md).
 certs: install
 	$(PY) -m broker.testkit.security certs --host localhost --host 127.0.0.1 --host broker-secure --user alice
 
+# Every test, the manual's strict build and its snippets (tests/docs) and the wheel installed into a fresh
+# virtualenv (tests/wheel) included.
 test: install system-deps
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
+# The manual (docs/, mkdocs.yml) into site/; strict: a broken link, a page missing from the nav or a reference
+# that does not resolve fails the build. `make docs-serve` serves it on localhost:8000 while you edit.
+docs: install
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-serve: install
+	$(VENV)/bin/mkdocs serve
+
 # The Spark pipeline on PIPELINE_ROWS generated rows, exactly once, then its read_committed verification;
-# starts a broker on 127.0.0.1:9092 unless one answers there (see README, "The data pipeline").
+# starts a broker on 127.0.0.1:9092 unless one answers there (see docs/running/pipeline.md).
 pipeline: install system-deps
 	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
 
@@ -103,9 +114,9 @@ bench: $(VENV)/.bench-installed bytecode
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
 	@touch $@
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache data
+	rm -rf $(VENV) build *.egg-info .pytest_cache data site
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,4 +1,4 @@
-"""The chart the README shows: minibroker relative to Tansu per row, in both of minibroker's modes (above 1 is
+"""The benchmark's chart: minibroker relative to Tansu per row, in both of minibroker's modes (above 1 is
 better for minibroker, whichever way the figure runs; `--fsync none` is the equal-durability pair the targets
 judge, grouped fdatasync its durable mode), and broker CPU per message as partitions and producers grow."""
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from broker.services.groups import GroupService
     from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
-    from broker.services.markers import MarkerWriter
+    from broker.services.marker_writer import MarkerWriter
     from broker.services.transactions import TxnService
 
 
@@ -131,7 +131,8 @@ class Broker:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs
 
-        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json")
+        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json",
+                            self.versions.release)
 
     @functools.cached_property
     def share_partitions(self) -> Any:
@@ -146,7 +147,7 @@ class Broker:
     @functools.cached_property
     def markers(self) -> MarkerWriter:
         """Transaction markers on this broker's partitions (the WriteTxnMarkers handler's)."""
-        from broker.services.markers import MarkerWriter
+        from broker.services.marker_writer import MarkerWriter
 
         return MarkerWriter(self.topics, self.durability, self.appender, self.clock, lambda: self.groups)
 
@@ -156,7 +157,7 @@ class Broker:
 
         markers: Any = self.markers
         if self.replicas is not None:  # markers go to each partition's leader, wherever it is
-            from broker.cluster.markers import MarkerChannel
+            from broker.cluster.marker_channel import MarkerChannel
 
             markers = MarkerChannel(self.node_id, self.topics, self.markers, self.cluster,
                                     self.config.replica_socket_timeout_ms / 1000)

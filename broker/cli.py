@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from broker.config import kafka_versions
 from broker.config.options import OPTIONS, BrokerConfig, Listener, advertise, parse_host_port, parse_listener
 
 
@@ -30,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, help="directory for logs and state (default ./data)")
     p.add_argument("--broker-id", type=int, help="this broker's node id (default 0)")
     p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]",
-                   help="ZooKeeper for producer-id blocks (default: a local store in the data dir)")
+                   help="run as one broker of a cluster in Kafka's ZooKeeper mode on this ZooKeeper (default: a single "
+                        "broker, its state in the data dir)")
     p.add_argument("--fsync", choices=("none", "grouped", "always"),
                    help="acks=all durability: grouped fdatasync per partition (default), one per request, "
                         "or none (the OS flushes)")
@@ -40,11 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
                    help="set a Kafka-named option, e.g. -o log.retention.ms=60000 (repeatable)")
     p.add_argument("--admin-listen", metavar="HOST:PORT",
-                   help="serve the admin HTTP endpoint (fault injection rules for tests) here; off by default")
+                   help="serve the admin HTTP endpoint (fault rules, introspection, Prometheus metrics) here; off by "
+                        "default")
+    p.add_argument("--schema-registry", metavar="HOST:PORT",
+                   help="serve a schema registry (Confluent Schema Registry's REST API, schemas stored in the "
+                        "_schemas topic) here; off by default")
     p.add_argument("--trace", metavar="FILE",
                    help="write a decoded protocol trace (one JSON line per request and response) to FILE")
     p.add_argument("--kafka-version", metavar="RELEASE",
-                   help="advertise this Kafka release's API versions (3.7 .. 4.1; default 3.9)")
+                   help=f"look like this Kafka release: its API versions, features and configs "
+                        f"({', '.join(kafka_versions.releases())}; default {kafka_versions.DEFAULT})")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--log-format", default="text", choices=("text", "json"),
                    help="json: one JSON object per line (ts, level, logger, message, extra fields)")
@@ -90,6 +97,9 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     if args.admin_listen is not None:
         parse_host_port(args.admin_listen, default_port=0)  # refuse a malformed address now
         config.admin_listen = args.admin_listen
+    if args.schema_registry is not None:
+        parse_host_port(args.schema_registry, default_port=8081)  # refuse a malformed address now
+        config.schema_registry = args.schema_registry
     config.validate()
     return config
 
@@ -105,8 +115,8 @@ async def _serve(config: BrokerConfig) -> None:
             await nursery.start(server.run)
             addresses = ", ".join(f"{h}:{p}" for h, p in server.listen_addresses)
             extra = f", broker id {config.broker_id}" if config.cluster_mode else ""
-            if server.admin_address is not None:
-                extra += f", admin http://{server.admin_address[0]}:{server.admin_address[1]}"
+            for name, (host, port) in server.http_addresses.items():
+                extra += f", {name} http://{host}:{port}"
             print(f"minibroker ready on {addresses} (data dir {config.data_dir}{extra})", file=sys.stderr, flush=True)
 
             async def watch_signals() -> None:

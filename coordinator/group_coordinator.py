@@ -53,7 +53,7 @@ TopicPartition = tuple[str, int]
 class GroupConfig:
     min_session_timeout_ms: int = 6_000
     max_session_timeout_ms: int = 1_800_000
-    # Kafka's default is 3000; 0 lets a lone consumer (tests, laptops) start at once. See README.
+    # Kafka's default is 3000; 0 lets a lone consumer (tests, laptops) start at once (the manual).
     initial_rebalance_delay_ms: int = 0
     max_size: int = 2**31 - 1
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000

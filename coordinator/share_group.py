@@ -4,7 +4,7 @@ GroupMetadataManager): members join with ShareGroupHeartbeat, every member gets 
 member takes its target at once (nothing to revoke). Session timeouts fence silent members.
 
 The group's epoch is kept in `__consumer_offsets` (ShareGroupMetadata) so that a restarted broker continues
-from it; the members are not (they rejoin after a restart, see README). Time is passed in.
+from it; the members are not (they rejoin after a restart, docs/compatibility/kafka4.md). Time is passed in.
 """
 
 from __future__ import annotations

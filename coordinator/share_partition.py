@@ -13,7 +13,7 @@ ShareSnapshot value) and reads records from the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -29,6 +29,13 @@ class RecordState(Enum):
     ARCHIVED = 4
 
 
+class ShareAcquireMode(Enum):
+    """How a ShareFetch counts MaxRecords (KIP-1206; the ShareAcquireMode field of ShareFetch v2)."""
+
+    BATCH_OPTIMIZED = 0
+    RECORD_LIMIT = 1
+
+
 class AcknowledgeType(Enum):
     """ShareFetch/ShareAcknowledge AcknowledgeTypes."""
 
@@ -36,6 +43,26 @@ class AcknowledgeType(Enum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # KIP-1222, ShareFetch/ShareAcknowledge v2
+
+
+def check_acknowledgements(batches: Sequence[tuple[int, int, Sequence[int]]], *, renew: bool) -> ErrorCode:
+    """One partition's acknowledgement batches as Kafka's KafkaApis.validateAcknowledgementBatches checks
+    them before any is applied: ranges in order (first <= last, none starting below the previous one's
+    last offset), types given (one, or one per offset), each a known type, RENEW only in a request flagged
+    IsRenewAck (`renew`; v2, so a v1 request has none). INVALID_REQUEST otherwise."""
+    previous_last = -1
+    for first, last, types in batches:
+        if first > last or first < previous_last or not types:
+            return ErrorCode.INVALID_REQUEST
+        if len(types) > 1 and last - first != len(types) - 1:
+            return ErrorCode.INVALID_REQUEST
+        if any(t < 0 or t > AcknowledgeType.RENEW.value for t in types):
+            return ErrorCode.INVALID_REQUEST
+        if not renew and AcknowledgeType.RENEW.value in types:
+            return ErrorCode.INVALID_REQUEST
+        previous_last = last
+    return ErrorCode.NONE
 
 
 @dataclass(slots=True)
@@ -110,24 +137,39 @@ class SharePartition:
         self._advance_start()
 
     # -- ShareFetch ---------------------------------------------------------------------------------------
-    def acquire(self, member_id: str, high_watermark: int, max_records: int, now_ms: int) -> list[AcquiredRange]:
-        """Hand records to a member: available in-flight ones first (redeliveries), then new ones below the
-        high watermark, at most `max_records` and within the in-flight limit."""
-        if high_watermark < self.start_offset:
-            return []
+    def next_fetch_offset(self) -> int:
+        """Where the next fetch reads the log from: the first record offered again, else the end offset."""
+        available = [o for o, r in self.in_flight.items() if r.state is RecordState.AVAILABLE]
+        return min(available, default=self.end_offset)
+
+    def acquire(self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int,
+                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRange]:
+        """Hand records to a member from `batches`, the (first, last) offsets of the log's batches read from
+        `next_fetch_offset()` (below the high watermark), so that every acquired offset comes with its
+        batch: available in-flight records (redeliveries) and new ones, within the in-flight limit.
+        BATCH_OPTIMIZED takes whole batches until `max_records` is reached (the last batch may pass it, as
+        Kafka's SharePartition does); RECORD_LIMIT stops at `max_records` exactly (KIP-1206). Offsets
+        between batches that the log no longer has (compaction) go with the next batch: the client
+        acknowledges them as gaps."""
         acquired: list[int] = []
-        for offset in sorted(self.in_flight):
+        per_record = mode is ShareAcquireMode.RECORD_LIMIT
+        for first, last in batches:
             if len(acquired) >= max_records:
                 break
-            if self.in_flight[offset].state is RecordState.AVAILABLE:
-                acquired.append(offset)
-        while len(acquired) < max_records and self.end_offset < high_watermark \
-                and len(self.in_flight) < self.max_in_flight:
-            self.in_flight[self.end_offset] = InFlight()
-            acquired.append(self.end_offset)
-            self.end_offset += 1
+            for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
+                if offset >= self.end_offset:
+                    if len(self.in_flight) >= self.max_in_flight:
+                        break
+                    # A batch read is taken in flight whole; what the record limit leaves of it stays
+                    # available (Kafka: acknowledging it is INVALID_RECORD_STATE, not past the records).
+                    self.in_flight[offset] = InFlight()
+                    self.end_offset = offset + 1
+                record = self.in_flight.get(offset)
+                if record is not None and record.state is RecordState.AVAILABLE \
+                        and not (per_record and len(acquired) >= max_records):
+                    acquired.append(offset)
         ranges: list[AcquiredRange] = []
-        for offset in sorted(acquired):
+        for offset in acquired:
             record = self.in_flight[offset]
             record.state = RecordState.ACQUIRED
             record.delivery_count += 1
@@ -141,28 +183,38 @@ class SharePartition:
         return ranges
 
     # -- ShareAcknowledge (and the acknowledgements piggybacked on ShareFetch) ---------------------------------
-    def acknowledge(self, member_id: str, first_offset: int, last_offset: int,
-                    types: list[AcknowledgeType]) -> ErrorCode:
-        """One acknowledgement batch: one type for the whole range, or one per offset. All or nothing:
-        INVALID_RECORD_STATE when an offset is not acquired by this member."""
-        count = last_offset - first_offset + 1
-        if count <= 0 or len(types) not in (1, count):
-            return ErrorCode.INVALID_REQUEST
-        for offset in range(first_offset, last_offset + 1):
-            record = self.in_flight.get(offset)
-            if offset < self.start_offset or record is None or record.state is not RecordState.ACQUIRED \
-                    or record.member_id != member_id:
-                return ErrorCode.INVALID_RECORD_STATE
-        for i, offset in enumerate(range(first_offset, last_offset + 1)):
-            kind = types[0] if len(types) == 1 else types[i]
-            record = self.in_flight[offset]
-            if kind in (AcknowledgeType.ACCEPT, AcknowledgeType.GAP):
-                self._finish(record, RecordState.ACKNOWLEDGED if kind is AcknowledgeType.ACCEPT
-                             else RecordState.ARCHIVED)
-            elif kind is AcknowledgeType.REJECT:
-                self._finish(record, RecordState.ARCHIVED)
-            else:
-                self._release(record)
+    def acknowledge(self, member_id: str, first_offset: int, last_offset: int, types: Sequence[AcknowledgeType],
+                    now_ms: int = 0) -> ErrorCode:
+        """One acknowledgement batch: see `acknowledge_batches`."""
+        return self.acknowledge_batches(member_id, [(first_offset, last_offset, types)], now_ms)
+
+    def acknowledge_batches(self, member_id: str, batches: Sequence[tuple[int, int, Sequence[AcknowledgeType]]],
+                            now_ms: int = 0) -> ErrorCode:
+        """A partition's acknowledgement batches (checked by `check_acknowledgements`), each with one type for
+        its whole range or one per offset. All or nothing, as Kafka's SharePartition: INVALID_REQUEST for
+        offsets past the records ever acquired, INVALID_RECORD_STATE for an offset this member does not
+        hold. RENEW (KIP-1222) keeps the records and starts their acquisition lock again."""
+        for first_offset, last_offset, types in batches:
+            count = last_offset - first_offset + 1
+            if count <= 0 or len(types) not in (1, count) or last_offset >= self.end_offset:
+                return ErrorCode.INVALID_REQUEST
+            for offset in range(first_offset, last_offset + 1):
+                record = self.in_flight.get(offset)
+                if offset < self.start_offset or record is None or record.state is not RecordState.ACQUIRED \
+                        or record.member_id != member_id:
+                    return ErrorCode.INVALID_RECORD_STATE
+        for first_offset, last_offset, types in batches:
+            for i, offset in enumerate(range(first_offset, last_offset + 1)):
+                kind = types[0] if len(types) == 1 else types[i]
+                record = self.in_flight[offset]
+                if kind is AcknowledgeType.ACCEPT:
+                    self._finish(record, RecordState.ACKNOWLEDGED)
+                elif kind in (AcknowledgeType.REJECT, AcknowledgeType.GAP):
+                    self._finish(record, RecordState.ARCHIVED)
+                elif kind is AcknowledgeType.RENEW:
+                    record.lock_deadline_ms = now_ms + self.lock_duration_ms
+                else:
+                    self._release(record)
         self._advance_start()
         return ErrorCode.NONE
 

@@ -14,7 +14,7 @@ total. --verify reads both topics with kafka-python, computes the totals from th
 compares them with the latest output of each name (exit 1 on a difference).
 
 The connector is the spark-sql-kafka-0-10 release of the installed pyspark, fetched with Maven into the cache
-(tests/kafka_jars.py) unless --conf spark.jars.packages or spark.jars names it already.
+(broker.testkit.jars) unless --conf spark.jars.packages or spark.jars names it already.
 """
 
 from __future__ import annotations
@@ -58,11 +58,11 @@ def connector_jars() -> list[str]:
     client, commons-pool2, the token provider), fetched with Maven."""
     import pyspark
 
-    from tests import kafka_jars
+    from broker.testkit import jars as maven
 
     version = pyspark.__version__
     scala = next((Path(pyspark.__file__).parent / "jars").glob("scala-library-2.*.jar")).name.split("-")[2][:4]
-    jars = kafka_jars.fetch(f"spark-{version}", [f"org.apache.spark:{CONNECTOR}_{scala}:{version}"])
+    jars = maven.fetch([f"org.apache.spark:{CONNECTOR}_{scala}:{version}"], f"kafka-spark-{version}")
     present = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return [str(j) for j in jars if _artifact(j.name) not in present]
 

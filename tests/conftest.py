@@ -7,17 +7,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from broker.testkit.zookeeper import ZooKeeperServer, available
+from broker.testkit.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
 
 
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    """A real ZooKeeper server for the whole session (`make test` installs it)."""
-    if not available():
+    """A real ZooKeeper server for the whole session (`make test` installs Debian's)."""
+    try:
+        server = ZooKeeperServer()
+    except ZooKeeperUnavailable as exc:
         if os.environ.get("CI"):
-            pytest.fail("ZooKeeper is not installed (Debian: apt-get install zookeeper); `make test` installs it")
-        pytest.skip("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
-    server = ZooKeeperServer().start()
+            pytest.fail(f"{exc}; `make test` installs ZooKeeper")
+        pytest.skip(str(exc))
+    server.start()
     yield server
     server.cleanup()
 

@@ -8,5 +8,5 @@ kafka_zk.py           KafkaZkClient: what Kafka's brokers and controller do ther
 replica_assignment.py Kafka's AdminUtils.assignReplicasToBrokers and the CreatePartitions variant (pure)
 leader_election.py    Kafka's partition leader elections: offline, reassign, preferred, controlled shutdown (pure)
 errors.py             the errors, with Kafka's error codes for the admin ones
-pid_blocks.py, producer_ids.py, store.py   producer-id blocks (/latest_producer_id_block)
+pid_blocks.py, producer_id_manager.py, store.py   producer-id blocks (/latest_producer_id_block)
 """

@@ -1,7 +1,7 @@
 """Where producer-id blocks are claimed: ZooKeeper (kazoo, conditional writes on the znode version)
 or, for a single broker without ZooKeeper, a file in the data dir with the same block semantics.
 
-Both are blocking; the broker calls `claim_next_block` from a worker thread (see zk/producer_ids.py).
+Both are blocking; the broker calls `claim_next_block` from a worker thread (see zk/producer_id_manager.py).
 """
 
 from __future__ import annotations

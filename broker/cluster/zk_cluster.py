@@ -259,7 +259,7 @@ class ZkCluster:
     async def _follow_config_changes(self) -> None:
         """Kafka's ZkConfigManager: each new /config/changes/config_change_N names an entity whose config
         changed; a topic's is read again and applied to its logs. (Dynamic broker configs stay each broker's
-        own here: see docs/cluster.md.)"""
+        own here: see docs/running/cluster.md.)"""
         seen: str | None = None
         while True:
             send, receive = trio.open_memory_channel[Any](math.inf)

@@ -1,6 +1,7 @@
 """Per-group configs (KIP-848/KIP-932, ConfigResource type GROUP): the settings a group overrides over the
-broker's defaults, altered with IncrementalAlterConfigs and described with DescribeConfigs, as Kafka 4.1's
-GroupConfig defines them. Kept in `<data-dir>/meta/group-configs.json` (Kafka keeps them in its metadata log)."""
+broker's defaults, altered with IncrementalAlterConfigs and described with DescribeConfigs, as the GroupConfig of
+the profile's Kafka release defines them (names, defaults and bounds checked against live Kafka 4.2, 4.3 and
+4.4). Kept in `<data-dir>/meta/group-configs.json` (Kafka keeps them in its metadata log)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.config.kafka_versions import release_key
 from broker.config.options import BrokerConfig
 from broker.log.durable_file import write_atomically
 
@@ -25,7 +27,8 @@ class GroupConfigDef:
     name: str
     default: Callable[[BrokerConfig], str]
     check: Callable[[str, BrokerConfig], str | None]  # an error message, or None
-    kind: int  # DescribeConfigs ConfigType: 3 INT, 2 STRING
+    kind: int  # DescribeConfigs ConfigType: 3 INT, 2 STRING, 1 BOOLEAN
+    since: str = "4.0"  # the first Kafka release that has it
 
 
 def _int_between(lo: Callable[[BrokerConfig], int], hi: Callable[[BrokerConfig], int]
@@ -43,39 +46,84 @@ def _int_between(lo: Callable[[BrokerConfig], int], hi: Callable[[BrokerConfig],
     return check
 
 
+def _int_in_range(name: str, at_least: int, lo: int, hi: int) -> Callable[[str, BrokerConfig], str | None]:
+    """Kafka's GroupConfig: the type's own lower bound, then the range the broker's group.*.min/max settings
+    allow (Kafka's defaults; minibroker has no settings for them)."""
+    own = _int_between(lambda c: at_least, lambda c: 2**31 - 1)
+
+    def check(value: str, config: BrokerConfig) -> str | None:
+        problem = own(value, config)
+        if problem is None and not lo <= int(value) <= hi:
+            return f"{name} must be in the range {lo} to {hi} inclusive."
+        return problem
+    return check
+
+
 def _one_of(*choices: str) -> Callable[[str, BrokerConfig], str | None]:
     def check(value: str, config: BrokerConfig) -> str | None:
         return None if value in choices else f"String must be one of: {', '.join(choices)}"
     return check
 
 
+def _boolean(value: str, config: BrokerConfig) -> str | None:
+    return None if value.lower() in ("true", "false") else "Expected value to be either true or false"
+
+
 def _reset(value: str, config: BrokerConfig) -> str | None:
     if value in ("latest", "earliest") or _DURATION.match(value):
         return None
-    return "Invalid value for share.auto.offset.reset: must be 'latest', 'earliest' or 'by_duration:<ISO8601>'"
+    return (f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be either "
+            "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+def _dead_letter_topic(value: str, config: BrokerConfig) -> str | None:
+    if value.startswith("__"):
+        return "DLQ topic name must not start with '__'"
+    if value:  # Kafka 4.4 copies archived records there (share.version 2); minibroker does not
+        return "share group dead-letter queues (KIP-1191) are not served by minibroker"
+    return None
 
 
 GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("consumer.session.timeout.ms", lambda c: str(c.group_consumer_session_timeout_ms),
-                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+                   _int_in_range("consumer.session.timeout.ms", 1, 45_000, 60_000), 3),
     GroupConfigDef("consumer.heartbeat.interval.ms", lambda c: str(c.group_consumer_heartbeat_interval_ms),
-                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+                   _int_in_range("consumer.heartbeat.interval.ms", 1, 5_000, 15_000), 3),
     GroupConfigDef("share.session.timeout.ms", lambda c: str(c.group_share_session_timeout_ms),
-                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+                   _int_in_range("share.session.timeout.ms", 1, 45_000, 60_000), 3),
     GroupConfigDef("share.heartbeat.interval.ms", lambda c: str(c.group_share_heartbeat_interval_ms),
-                   _int_between(lambda c: 1, lambda c: 2**31 - 1), 3),
+                   _int_in_range("share.heartbeat.interval.ms", 1, 5_000, 15_000), 3),
     GroupConfigDef("share.record.lock.duration.ms", lambda c: str(c.group_share_record_lock_duration_ms),
-                   _int_between(lambda c: 1000, lambda c: 3_600_000), 3),
+                   _int_in_range("share.record.lock.duration.ms", 1000, 15_000, 60_000), 3),
     GroupConfigDef("share.auto.offset.reset", lambda c: "latest", _reset, 2),
     GroupConfigDef("share.isolation.level", lambda c: "read_uncommitted",
                    _one_of("read_committed", "read_uncommitted"), 2),
+    # Kafka 4.3 (KIP-1206, KIP-1222, KIP-1240's per-group limits)
+    GroupConfigDef("consumer.assignment.interval.ms", lambda c: "1000",
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3"),
+    GroupConfigDef("share.assignment.interval.ms", lambda c: "1000",
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3"),
+    GroupConfigDef("share.delivery.count.limit", lambda c: str(c.group_share_delivery_count_limit),
+                   _int_in_range("share.delivery.count.limit", 2, 2, 10), 3, "4.3"),
+    GroupConfigDef("share.partition.max.record.locks", lambda c: str(c.group_share_partition_max_record_locks),
+                   _int_in_range("share.partition.max.record.locks", 100, 100, 4000), 3, "4.3"),
+    GroupConfigDef("share.renew.acknowledge.enable", lambda c: "true", _boolean, 1, "4.3"),
+    # Kafka 4.4 (KIP-1191, share.version 2)
+    GroupConfigDef("errors.deadletterqueue.topic.name", lambda c: "", _dead_letter_topic, 2, "4.4"),
+    GroupConfigDef("errors.deadletterqueue.copy.record.enable", lambda c: "false", _boolean, 1, "4.4"),
 )}
 
 
+def group_configs_of(release: str) -> dict[str, GroupConfigDef]:
+    """The group configs a Kafka release has."""
+    return {name: d for name, d in GROUP_CONFIGS.items() if release_key(release) >= release_key(d.since)}
+
+
 class GroupConfigs:
-    def __init__(self, config: BrokerConfig, path: Path) -> None:
+    def __init__(self, config: BrokerConfig, path: Path, release: str) -> None:
         self.config = config
         self.path = path
+        self.definitions = group_configs_of(release)
         self.overrides: dict[str, dict[str, str]] = {}
         if path.exists():
             self.overrides = json.loads(path.read_text())
@@ -87,11 +135,11 @@ class GroupConfigs:
         """{name: (value, overridden)} of every group config."""
         own = self.overrides.get(group_id, {})
         return {name: (own[name], True) if name in own else (d.default(self.config), False)
-                for name, d in GROUP_CONFIGS.items()}
+                for name, d in self.definitions.items()}
 
     def alter(self, group_id: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> None:
         for name, value in overrides.items():
-            definition = GROUP_CONFIGS.get(name)
+            definition = self.definitions.get(name)
             if definition is None:
                 raise GroupConfigError(f"Unknown group config name: {name}")
             problem = definition.check(value, self.config)

@@ -144,15 +144,17 @@ SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 # them: {release: {feature: (min supported, max supported, finalized level)}}. A real Kafka 4.1 answers
 # group.version 0-1 (1), transaction.version 0-2 (2) and share.version 0-1 (0: share groups are a preview a
 # cluster turns on with kafka-features); minibroker's 4.1 profile finalizes share.version 1 so that share
-# consumers work without that step.
+# consumers work without that step. Kafka 4.2 and 4.3 support and finalize share.version 1 (with ShareFetch
+# and ShareAcknowledge v2 served at that level), 4.4 supports and finalizes 2 (recorded from the live
+# releases: tests/reference/recorded/<release>/api_versions.json); level 2 enables share groups' dead-letter
+# queues in Kafka 4.4 (ShareVersion.supportsShareGroupDLQ), which minibroker does not write (see README).
 FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
     "4.0": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2)},
     "4.1": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    # 4.2 on finalize share.version themselves (4.4 at level 2, whose additions are not served here: 1 is offered),
-    # and streams.version 1 (KIP-1071 streams groups, not served here).
+    # 4.2 on also finalize streams.version 1 (KIP-1071 streams groups, not served here).
     "4.2": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
     "4.3": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
+    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 2, 2)},
 }
 
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.

@@ -63,7 +63,7 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 
 
 def is_security_setting(name: str) -> bool:
-    """Settings of listeners' security (docs/security.md), kept by name in BrokerConfig.security: `ssl.*`,
+    """Settings of listeners' security (docs/running/security.md), kept by name in BrokerConfig.security: `ssl.*`,
     `sasl.*`, the re-authentication and failure timings, the JAAS file, and any `listener.name.<name>.*`
     prefixed setting."""
     return name.startswith(("ssl.", "sasl.", "listener.name.")) or name in SECURITY_SETTINGS
@@ -100,7 +100,8 @@ def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str,
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """A Kafka-named setting: its attribute on BrokerConfig, type and meaning (README's table)."""
+    """A Kafka-named setting: its attribute on BrokerConfig, type and meaning (the manual's configuration
+    reference is generated from this table: docs/hooks.py)."""
 
     kafka_name: str
     attr: str
@@ -110,7 +111,8 @@ class Option:
 
 # Every setting the broker honours, by its Kafka name. `--override NAME=VALUE` takes any of them.
 OPTIONS: tuple[Option, ...] = (
-    Option("broker.id", "broker_id", int, "This broker's node id."),
+    Option("broker.id", "broker_id", int,
+           "This broker's node id; -1: 0 for a single broker, generated in a cluster (broker.id.generation.enable)."),
     Option("log.dirs", "data_dir", Path, "Directory holding partition logs and broker state."),
     Option("auto.create.topics.enable", "auto_create_topics", bool,
            "Create unknown topics when Metadata asks for them (Produce never creates one, as in Kafka)."),
@@ -154,7 +156,8 @@ OPTIONS: tuple[Option, ...] = (
            "On SIGTERM/SIGINT, how long in-flight requests may take (minibroker's own)."),
     Option("cluster.id", "cluster_id", str, "Cluster id; generated and stored in the data dir when unset."),
     Option("zookeeper.connect", "zookeeper_connect", str,
-           "HOST:PORT[/chroot] of ZooKeeper for producer-id blocks; unset: a local store in the data dir."),
+           "HOST:PORT[/chroot] of ZooKeeper: the broker is one of a cluster in Kafka's ZooKeeper mode (--zookeeper); "
+           "unset: a single broker, its state (producer-id blocks too) in the data dir."),
     Option("zookeeper.session.timeout.ms", "zookeeper_session_timeout_ms", int,
            "ZooKeeper session timeout; also bounds each ZooKeeper call."),
     Option("producer.id.expiration.ms", "producer_id_expiration_ms", int,
@@ -233,7 +236,7 @@ OPTIONS: tuple[Option, ...] = (
            "listener of security.inter.broker.protocol."),
     Option("security.inter.broker.protocol", "security_inter_broker_protocol", str,
            "Security protocol between brokers when inter.broker.listener.name is unset."),
-    # The cluster (ZooKeeper mode; docs/cluster.md).
+    # The cluster (ZooKeeper mode; docs/running/cluster.md).
     Option("broker.rack", "broker_rack", str, "This broker's rack, for rack-aware replica assignment."),
     Option("broker.id.generation.enable", "broker_id_generation_enable", bool,
            "With ZooKeeper and no broker.id: take an id from /brokers/seqid (above reserved.broker.max.id)."),
@@ -283,6 +286,7 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 @dataclass(slots=True)
 class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
+    schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)

@@ -1,5 +1,6 @@
 """ShareAcknowledge (KIP-932): ACCEPT, RELEASE or REJECT of records the member holds, within its share session
-(the final epoch -1 also closes the session)."""
+(the final epoch -1 also closes the session); v2 (Kafka 4.2+, KIP-1222): RENEW in a request flagged IsRenewAck
+starts the records' acquisition locks again, and the answer carries the lock duration."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             else:
                 error, state = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
                                                   [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                                   for b in p.acknowledgement_batches])
+                                                   for b in p.acknowledgement_batches], renew=req.is_renew_ack)
                 if state is not None:
                     written[id(state)] = state
             partitions.append({"partition_index": p.partition_index, "error_code": error,
@@ -43,4 +44,5 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     # Answered once the share-partition state is durable, as Kafka's persister write.
     for state in written.values():
         await broker.durability.wait(state, state.log.log_end_offset - 1)
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "responses": responses, "node_endpoints": []}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "responses": responses, "node_endpoints": [],
+            "acquisition_lock_timeout_ms": shares.lock_duration_ms(req.group_id)}

@@ -1,6 +1,8 @@
 """ShareFetch (KIP-932): acknowledgements of earlier deliveries first, then records acquired for the member
 under a lock, from the partitions of its share session (epoch 0 opens one, -1 closes it). With nothing to
-hand out it waits up to MaxWaitMs for new records."""
+hand out it waits up to MaxWaitMs for new records. v2 (Kafka 4.2+): ShareAcquireMode (KIP-1206: batch-optimized,
+or record-limit with MaxRecords as a hard limit) and RENEW acknowledgements (KIP-1222: a request flagged
+IsRenewAck renews locks and fetches nothing, so it must ask for no bytes, records or wait)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import trio
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.services.share_partitions import FINAL_EPOCH, ShareSessionError
+from coordinator.share_partition import ShareAcquireMode
 from protocol.header import ErrorCode
 
 
@@ -27,12 +30,24 @@ def _partition(index: int, leader: int, *, error: ErrorCode = ErrorCode.NONE,
                                   "delivery_count": r.delivery_count} for r in acquired]}
 
 
+def _renew_problem(req: Any) -> str | None:
+    """Kafka's check of a v2 request flagged IsRenewAck: it fetches nothing, so it asks for nothing."""
+    if not req.is_renew_ack:
+        return None
+    asked = [name for name, value in (("MaxBytes", req.max_bytes), ("MinBytes", req.min_bytes),
+                                      ("MaxRecords", req.max_records), ("MaxWaitMs", req.max_wait_ms)) if value]
+    return f"{', '.join(asked)} must be 0 in a renew acknowledgement request." if asked else None
+
+
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     if not req.group_id or not req.member_id:
         return _error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    problem = _renew_problem(req)
+    if problem is not None:
+        return _error(ErrorCode.INVALID_REQUEST, problem)
     shares = broker.share_partitions
     await shares.loaded.wait()
     requested = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
@@ -43,56 +58,71 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         session = shares.session(req.group_id, req.member_id, req.share_session_epoch, requested, forgotten)
     except ShareSessionError as exc:
         return _error(exc.error, str(exc))
+    try:
+        mode = ShareAcquireMode(req.share_acquire_mode)
+    except ValueError:  # Kafka fails the request as a whole (its ShareAcquireMode.forId throws)
+        return _error(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown share acquire mode {req.share_acquire_mode}.")
+    renew = bool(req.is_renew_ack)
     node = broker.node_id
     results: dict[tuple[Any, int], dict[str, Any]] = {}
+    acknowledged: dict[tuple[Any, int], ErrorCode] = {}
+    fetching = session is not None and req.share_session_epoch != FINAL_EPOCH and not renew
+    max_records = req.max_records if req.max_records > 0 else 500
+
+    def acquire_round() -> bool:
+        """One pass over the session's partitions; True once records were acquired."""
+        assert session is not None
+        fetched = False
+        budget = req.max_bytes
+        left = max_records
+        for topic_id, index in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
+            topic = broker.topics.get_by_id(topic_id)
+            if topic is None or topic.name not in readable and topic.name not in set(
+                    authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, [topic.name])):
+                results[(topic_id, index)] = _partition(index, node, error=ErrorCode.UNKNOWN_TOPIC_ID
+                                                        if topic is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            outcome = shares.fetch(req.group_id, req.member_id, topic_id, index, left, max(budget, 1), mode)
+            if outcome.error != ErrorCode.NONE or outcome.acquired:
+                results[(topic_id, index)] = _partition(index, node, error=outcome.error,
+                                                        acquired=outcome.acquired, records=outcome.records or b"")
+            if outcome.acquired:
+                fetched = True
+                budget -= len(outcome.records or b"")
+                left -= sum(r.last_offset - r.first_offset + 1 for r in outcome.acquired)
+                if left <= 0 or budget <= 0:
+                    break
+        return fetched
+
+    # Records are acquired before this request's acknowledgements take effect, as Kafka's fetch runs beside
+    # their state write: a record released here is handed out by a later fetch (or a later round of this one).
+    fetched = acquire_round() if fetching else False
     for t in req.topics:
         for p in t.partitions:
             if not p.acknowledgement_batches:
                 continue
             if names.get(t.topic_id) not in readable:
-                results[(t.topic_id, p.partition_index)] = _partition(
-                    p.partition_index, node, ack_error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                acknowledged[(t.topic_id, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             error, state = shares.acknowledge(req.group_id, req.member_id, t.topic_id, p.partition_index,
                                               [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                               for b in p.acknowledgement_batches])
-            if state is not None:  # the acknowledgements are durable before anything else happens
+                                               for b in p.acknowledgement_batches], renew=renew)
+            if state is not None:  # the acknowledgements are durable before the answer
                 await broker.durability.wait(state, state.log.log_end_offset - 1)
-            results[(t.topic_id, p.partition_index)] = _partition(p.partition_index, node, ack_error=error)
-    if session is not None and req.share_session_epoch != FINAL_EPOCH:
-        max_records = req.max_records if req.max_records > 0 else 500
+            acknowledged[(t.topic_id, p.partition_index)] = error
+    if fetching and not fetched:
         deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
         while True:
             waiter = broker.appends.event
-            fetched = False
-            budget = req.max_bytes
-            for topic_id, index in sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])):
-                name = broker.topics.get_by_id(topic_id)
-                if name is None or name.name not in readable and name.name not in set(
-                        authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, [name.name])):
-                    results[(topic_id, index)] = _partition(index, node, error=ErrorCode.UNKNOWN_TOPIC_ID
-                                                            if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                    continue
-                outcome = shares.fetch(req.group_id, req.member_id, topic_id, index, max_records, max(budget, 1))
-                previous = results.get((topic_id, index))
-                ack_error = previous["acknowledge_error_code"] if previous else ErrorCode.NONE
-                if outcome.error != ErrorCode.NONE or outcome.acquired or previous:
-                    results[(topic_id, index)] = _partition(index, node, error=outcome.error, ack_error=ack_error,
-                                                            acquired=outcome.acquired, records=outcome.records or b"")
-                if outcome.acquired:
-                    fetched = True
-                    budget -= len(outcome.records or b"")
-                    max_records -= sum(r.last_offset - r.first_offset + 1 for r in outcome.acquired)
-                    if max_records <= 0 or budget <= 0:
-                        break
-            if fetched or trio.current_time() >= deadline:
+            if acquire_round() or trio.current_time() >= deadline:
                 break
             with trio.move_on_at(deadline):
                 await waiter.wait()
+    for key, error in acknowledged.items():
+        results.setdefault(key, _partition(key[1], node))["acknowledge_error_code"] = error
     by_topic: dict[Any, list[dict[str, Any]]] = {}
     for (topic_id, _index), partition in results.items():
         by_topic.setdefault(topic_id, []).append(partition)
-    lock = broker.group_configs.get(req.group_id, "share.record.lock.duration.ms")
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "acquisition_lock_timeout_ms": int(lock) if lock else broker.config.group_share_record_lock_duration_ms,
+            "acquisition_lock_timeout_ms": shares.lock_duration_ms(req.group_id),
             "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()], "node_endpoints": []}

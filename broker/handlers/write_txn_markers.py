@@ -1,5 +1,5 @@
 """WriteTxnMarkers: the transaction coordinator's COMMIT/ABORT control batches for each partition of a
-transaction (the partition side is broker.services.markers)."""
+transaction (the partition side is broker.services.marker_writer)."""
 
 from __future__ import annotations
 

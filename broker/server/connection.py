@@ -22,10 +22,10 @@ import trio
 
 from broker.app import Endpoint
 from broker.handlers.context import ANONYMOUS, LATER, RequestContext
+from broker.observability.faults import FaultAction, FaultInjector, error_response
+from broker.observability.metrics import Metrics
+from broker.observability.trace import Tracer
 from broker.server.dispatch import Api, lookup
-from broker.testkit.faults import FaultAction, FaultInjector, error_response
-from broker.testkit.metrics import Metrics
-from broker.testkit.trace import Tracer
 from protocol.errors import DecodeError
 from protocol.header import (
     ApiKey,

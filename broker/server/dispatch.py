@@ -144,13 +144,13 @@ def _build_table() -> dict[int, Api]:
             "ConsumerGroupHeartbeatResponse"),
         Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
             "ConsumerGroupDescribeResponse"),
-        # KIP-932 share groups: the 4.1 profile only.
+        # KIP-932 share groups: the 4.1 to 4.4 profiles (kafka_versions.SHARE_GROUP_APIS), single broker only.
         Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
             "ShareGroupHeartbeatResponse"),
         Api(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, "share_group_describe", "ShareGroupDescribeRequest",
             "ShareGroupDescribeResponse"),
-        Api(ApiKey.SHARE_FETCH, 1, 1, "share_fetch", "ShareFetchRequest", "ShareFetchResponse"),
-        Api(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, "share_acknowledge", "ShareAcknowledgeRequest",
+        Api(ApiKey.SHARE_FETCH, 1, 2, "share_fetch", "ShareFetchRequest", "ShareFetchResponse"),
+        Api(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, "share_acknowledge", "ShareAcknowledgeRequest",
             "ShareAcknowledgeResponse"),
         Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 0, "describe_share_group_offsets",
             "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),

@@ -13,13 +13,13 @@ from typing import Any
 import trio
 
 from broker.app import Broker, Endpoint
-from broker.config.options import BrokerConfig, parse_host_port
+from broker.config.options import BrokerConfig
+from broker.observability.faults import FaultInjector
+from broker.observability.metrics import Metrics
+from broker.observability.trace import Tracer
 from broker.server.connection import Connection, Instruments, TlsConnection, peer_name
 from broker.server.dispatch import load_handlers, version_profile
 from broker.server.listeners import advertised_host, open_listeners
-from broker.testkit.faults import FaultInjector
-from broker.testkit.metrics import Metrics
-from broker.testkit.trace import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,15 @@ class Server:
         self._handshakes = 0  # TLS handshakes under way (a connection not yet served)
         # Rules set by tests (BrokerThread, the admin endpoint), metrics, the trace (--trace FILE).
         self.instruments = Instruments(FaultInjector(), Metrics())
-        self.admin_address: tuple[str, int] | None = None
+        self.http_addresses: dict[str, tuple[str, int]] = {}  # bound (host, port) of each HTTP service by name
+
+    @property
+    def admin_address(self) -> tuple[str, int] | None:
+        return self.http_addresses.get("admin")
+
+    @property
+    def schema_registry_address(self) -> tuple[str, int] | None:
+        return self.http_addresses.get("schema-registry")
 
     @property
     def faults(self) -> FaultInjector:
@@ -64,7 +72,7 @@ class Server:
 
     def _inspect(self, route: list[str], query: str) -> object:
         """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION, /zookeeper on the admin endpoint."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         if route == ["topics"]:
             return introspect.topics(self.broker, "internal=true" in query)
@@ -105,14 +113,13 @@ class Server:
                 if self.config.trace_file:
                     self.instruments.tracer = Tracer(str(self.config.trace_file))
                     nursery.start_soon(self._flush_trace)
-                if self.config.admin_listen:
-                    from broker.testkit.admin_http import serve
-
-                    host, port = parse_host_port(self.config.admin_listen, default_port=0)
-                    self.admin_address = await nursery.start(serve, host, port, self.faults, self.broker.now_ms,
-                                                             self.render_metrics, self._inspect)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery, securities)
+                    if self.config.admin_listen or self.config.schema_registry:
+                        from broker.http.endpoints import serve_endpoints  # HTTP only when asked for
+
+                        self.http_addresses = await serve_endpoints(nursery, self.config, self.broker, self.faults,
+                                                                    self.render_metrics, self._inspect)
                     if cluster is not None:
                         # Registered once the listeners are bound: the registration names their ports.
                         await nursery.start(cluster.run, self._registered_endpoints())

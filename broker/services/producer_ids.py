@@ -7,7 +7,7 @@ import logging
 
 from protocol.header import ErrorCode
 from zk.pid_blocks import ProducerIdsExhaustedError
-from zk.producer_ids import ProducerIdManager, ProducerIdUnavailableError
+from zk.producer_id_manager import ProducerIdManager, ProducerIdUnavailableError
 from zk.store import BlockStore
 
 log = logging.getLogger(__name__)

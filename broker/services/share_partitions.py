@@ -5,7 +5,7 @@ the share-partition state persisted in `__share_group_state` (Kafka's ShareSnaps
 topic id and partition) and read back at start, so acknowledged records are never delivered again after a
 restart or SIGKILL.
 
-Single broker only: in a ZooKeeper-mode cluster share groups are not served (see README).
+Single broker only: in a ZooKeeper-mode cluster share groups are not served (docs/compatibility/kafka4.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ from broker.log.append import Appender, AppendOrigin
 from broker.services.appends import AppendSignal
 from broker.services.internal_topics import internal_topic, partition_for, stored_batches
 from broker.services.topics import SHARE_STATE_TOPIC, Partition, TopicManager
-from coordinator.share_partition import AcknowledgeType, AcquiredRange, SharePartition, StateBatch
+from coordinator.share_partition import (
+    AcknowledgeType,
+    AcquiredRange,
+    ShareAcquireMode,
+    SharePartition,
+    StateBatch,
+    check_acknowledgements,
+)
 from coordinator.share_partition import RecordState as ShareRecordState
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import (
@@ -142,15 +149,30 @@ class SharePartitions:
 
     # -- share partitions ---------------------------------------------------------------------------------
     def _limits(self, group_id: str) -> dict[str, int]:
-        lock = self.group_config(group_id, "share.record.lock.duration.ms")
-        return {"lock_duration_ms": int(lock) if lock else self.config.group_share_record_lock_duration_ms,
-                "delivery_count_limit": self.config.group_share_delivery_count_limit,
-                "max_in_flight": self.config.group_share_partition_max_record_locks}
+        """The group's share.* configs (KIP-932 group configs over the broker's group.share.* defaults)."""
+        def setting(name: str, default: int) -> int:
+            value = self.group_config(group_id, name)
+            return int(value) if value else default
+        return {"lock_duration_ms": setting("share.record.lock.duration.ms",
+                                            self.config.group_share_record_lock_duration_ms),
+                "delivery_count_limit": setting("share.delivery.count.limit",
+                                                self.config.group_share_delivery_count_limit),
+                "max_in_flight": setting("share.partition.max.record.locks",
+                                         self.config.group_share_partition_max_record_locks)}
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return self._limits(group_id)["lock_duration_ms"]
+
+    def renew_enabled(self, group_id: str) -> bool:
+        """share.renew.acknowledge.enable (KIP-1222; true by default): RENEW acknowledgements allowed."""
+        return (self.group_config(group_id, "share.renew.acknowledge.enable") or "true").lower() == "true"
 
     def get(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
         if sp is not None:
+            for name, value in self._limits(group_id).items():  # group configs may have changed
+                setattr(sp, name, value)
             return sp
         topic = self.topics.get_by_id(topic_id)
         if topic is None or not 0 <= index < len(topic.partitions):
@@ -237,26 +259,30 @@ class SharePartitions:
 
     # -- acknowledgements and fetches ---------------------------------------------------------------------------
     def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
-                    batches: list[tuple[int, int, list[int]]]) -> tuple[ErrorCode, Partition | None]:
+                    batches: list[tuple[int, int, list[int]]], *, renew: bool = False
+                    ) -> tuple[ErrorCode, Partition | None]:
+        """One partition's acknowledgement batches, all or nothing; the state written to __share_group_state
+        when they were applied (the partition to wait on for durability), else None."""
+        error = check_acknowledgements(batches, renew=renew)
+        if error != ErrorCode.NONE:
+            return error, None
         sp = self.get(group_id, topic_id, index)
         if sp is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        error = ErrorCode.NONE
-        for first, last, types in batches:
-            try:
-                kinds = [AcknowledgeType(t) for t in types]
-            except ValueError:
-                error = ErrorCode.INVALID_REQUEST
-                continue
-            result = sp.acknowledge(member_id, first, last, kinds)
-            if result != ErrorCode.NONE:
-                error = result
+        if renew and not self.renew_enabled(group_id) \
+                and any(AcknowledgeType.RENEW.value in types for _, _, types in batches):
+            return ErrorCode.INVALID_RECORD_STATE, None
+        error = sp.acknowledge_batches(member_id, [(first, last, [AcknowledgeType(t) for t in types])
+                                                  for first, last, types in batches], self.clock.now_ms())
+        if error != ErrorCode.NONE:
+            return error, None
         stored = self._persist((group_id, topic_id, index), sp)
         self.appends.notify()  # released records may be fetched now
+        self.changed()  # a renewed lock moves the next deadline
         return error, stored
 
     def fetch(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
-              max_bytes: int) -> PartitionResult:
+              max_bytes: int, mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> PartitionResult:
         sp = self.get(group_id, topic_id, index)
         topic = self.topics.get_by_id(topic_id)
         if sp is None or topic is None:
@@ -266,28 +292,23 @@ class SharePartitions:
         if sp.start_offset < plog.log_start_offset:
             sp.reset_start(plog.log_start_offset)
         hw = partition.high_watermark
-        now = self.clock.now_ms()
-        acquired = sp.acquire(member_id, hw, max_records, now)
+        offset = sp.next_fetch_offset()
+        if offset >= hw:
+            return PartitionResult()
+        # Whole batches from the one holding the fetch offset: records are acquired only from the batches read,
+        # so each acquired offset goes out with its batch (a client takes an acquired offset it gets no
+        # record for as a gap, and its acknowledgement archives the record).
+        data = plog.read(offset, max_bytes, max_offset=hw)
+        spans = [(header.base_offset, header.base_offset + header.last_offset_delta, start, end)
+                 for header, start, end in iter_batches(data)]
+        acquired = sp.acquire(member_id, [(first, last) for first, last, _, _ in spans], max_records,
+                              self.clock.now_ms(), mode)
         if not acquired:
             return PartitionResult()
-        chunks: list[bytes] = []
-        seen: set[int] = set()
-        budget = max_bytes
-        for rng in acquired:
-            offset = rng.first_offset
-            while offset <= rng.last_offset:
-                data = plog.read(offset, max(budget, 1), max_offset=rng.last_offset + 1)
-                if not data:
-                    break
-                last_seen = offset
-                for header, start, end in iter_batches(data):
-                    last_seen = header.base_offset + header.last_offset_delta
-                    if header.base_offset not in seen:
-                        seen.add(header.base_offset)
-                        chunks.append(bytes(data[start:end]))
-                        budget -= end - start
-                offset = last_seen + 1
+        chunks = [bytes(data[start:end]) for first, last, start, end in spans
+                  if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
         self._persist((group_id, topic_id, index), sp)
+        self.changed()  # the lock-expiry timer may sleep past the new locks' deadline
         return PartitionResult(acquired=acquired, records=b"".join(chunks))
 
     # -- timers ---------------------------------------------------------------------------------------------------

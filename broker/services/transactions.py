@@ -3,7 +3,7 @@ timeouts and recovery. The state machine itself is coordinator/txn.py (pure logi
 
 Every transit is written to the transactional id's partition of `__transaction_state` and completed once
 that write is durable. After PrepareCommit/PrepareAbort, EndTxn is answered and the markers go to every
-partition of the transaction through WriteTxnMarkers (to this broker: broker.services.markers,
+partition of the transaction through WriteTxnMarkers (to this broker: broker.services.marker_writer,
 in-process), retried until each partition has its COMMIT/ABORT control batch; then Complete* is written.
 """
 
@@ -21,7 +21,7 @@ from broker.clock import Clock
 from broker.config.options import BrokerConfig
 from broker.services.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from broker.services.durability import Durability
-from broker.services.markers import Marker
+from broker.services.marker_writer import Marker
 from broker.services.producer_ids import ProducerIds
 from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicManager
 from coordinator.txn import (
@@ -88,8 +88,8 @@ class TxnService:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, durability: Durability,
                  appender: Appender, producer_ids: ProducerIds, markers: Any,
                  internal_topic: Callable[[str], Topic | ErrorCode], *, per_partition: bool = False) -> None:
-        """`markers.write(markers)`: WriteTxnMarkers to each partition's leader (services.markers for this
-        broker's partitions; in a cluster, broker.cluster.markers sends the others over the network).
+        """`markers.write(markers)`: WriteTxnMarkers to each partition's leader (services.marker_writer for this
+        broker's partitions; in a cluster, broker.cluster.marker_channel sends the others over the network).
         `per_partition`: in a cluster, this broker coordinates the transactional ids of the
         `__transaction_state` partitions it leads (`runtime.on_partition`), the leader epoch being the
         coordinator epoch the markers carry; a single broker coordinates every id, at epoch 0."""

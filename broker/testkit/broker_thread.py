@@ -32,12 +32,16 @@ class BrokerThread:
     SCRAM users; `{"alice": "secret"}`), a throw-away CA and certificates (broker.testkit.security), and
     `client_auth` none|requested|required for SSL; `kafka_python()`, `confluent()` and `aiokafka()` give the
     clients' settings for it. `security_settings` adds Kafka-named settings (`connections.max.reauth.ms`...).
+
+    `schema_registry=True` (or "HOST:PORT") serves a schema registry beside it: `schema_registry_url`.
     """
 
     def __init__(self, data_dir: Path | str, *, security: str | None = None, users: dict[str, str] | None = None,
                  client_auth: str = "none", security_settings: dict[str, str] | None = None,
                  sasl_mechanisms: tuple[str, ...] | None = None, fsync: str = "none", **config: Any) -> None:
         self.data_dir = Path(data_dir)
+        if config.get("schema_registry") is True:
+            config["schema_registry"] = "127.0.0.1:0"
         self._config_changes = {"fsync": fsync, **config}
         self.security: Any = None  # broker.testkit.security.SecurityKit of a secured listener
         self._security_settings = dict(security_settings or {})
@@ -54,11 +58,13 @@ class BrokerThread:
 
     @property
     def bootstrap(self) -> str:
+        """"127.0.0.1:PORT": what clients take as bootstrap.servers (the port stays the same across restarts)."""
         if self.port is None:
             raise RuntimeError("broker is not running")
         return f"127.0.0.1:{self.port}"
 
     def config(self) -> BrokerConfig:
+        """The broker's configuration, as the next start() will use it."""
         # Keep the same port across restarts so clients can reconnect to the address they know.
         name = self.security.protocol if self.security is not None else "PLAINTEXT"
         cfg = BrokerConfig(listeners=[Listener("127.0.0.1", self.port or 0, name=name)], data_dir=self.data_dir)
@@ -71,6 +77,7 @@ class BrokerThread:
         return cfg
 
     def start(self, timeout: float = 30.0) -> BrokerThread:
+        """Start the broker and return once it accepts clients (on the port it had, after a stop)."""
         import trio
 
         from broker.server.server import Server
@@ -102,6 +109,7 @@ class BrokerThread:
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
+        """Shut the broker down as SIGTERM would (in-flight requests finish, logs are flushed), and wait."""
         import trio
 
         if self._thread is None:
@@ -118,6 +126,7 @@ class BrokerThread:
         self._server = None
 
     def restart(self) -> None:
+        """Stop and start again, on the same port and data dir: what it stored is still there."""
         self.stop()
         self.start()
 
@@ -197,11 +206,11 @@ class BrokerThread:
         trio.from_thread.run(trio.sleep, 0, trio_token=self._token)
         return now
 
-    # -- introspection (broker/testkit/introspect.py) and waits --------------------------------------------------
+    # -- introspection (broker/observability/introspect.py) and waits ------------------------------------------
     def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
         """{topic: {"topic_id", "internal", "partitions": [{"partition", "log_start_offset", "log_end_offset",
         "high_watermark", "last_stable_offset", "size_bytes"}]}}"""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.topics, include_internal)
 
@@ -210,31 +219,33 @@ class BrokerThread:
         "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
         started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
         members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.groups)
 
     def share_partitions(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}: what each
         share group has delivered and acknowledged (KIP-932)."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.share_partitions)
 
     def transactions(self) -> dict[str, dict[str, Any]]:
         """{transactional id: {"state", "producer_id", "producer_epoch", "partitions", "timeout_ms", ...}}"""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.transactions)
 
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        from broker.testkit import introspect
+        """The idempotent and transactional producers the partition knows: [{"producer_id", "epoch",
+        "last_sequence", "last_offset", "last_timestamp", "open_transaction_first_offset"}]."""
+        from broker.observability import introspect
 
         return self.call(introspect.producers, topic, partition)
 
     def zookeeper_session(self) -> dict[str, Any]:
         """As BrokerProcess.zookeeper_session: the ZooKeeper session of a cluster broker (empty otherwise)."""
-        from broker.testkit import introspect
+        from broker.observability import introspect
 
         return self.call(introspect.zookeeper)
 
@@ -286,9 +297,9 @@ class BrokerThread:
                 entry.unlink()
         self.start()
 
-    # -- fault injection (broker/testkit/faults.py); each returns the rule's id ------------------------------------
+    # -- fault injection (broker/observability/faults.py); each returns the rule's id ------------------------------
     def inject(self, action: str, **rule: Any) -> int:
-        """Add a fault rule: action is one of broker.faults.FaultAction's values; `rule` takes api, error,
+        """Add a fault rule: action is one of broker.observability.faults.FaultAction's values; `rule` takes api, error,
         count (None: every match), topic, partition, client_id, delay_ms, duration_ms."""
         import trio
 
@@ -305,6 +316,7 @@ class BrokerThread:
         return self.inject("error", api=api, error=error, count=count, **match)
 
     def delay(self, api: str | int, ms: int, count: int | None = 1, **match: Any) -> int:
+        """The next `count` requests of `api` (None: all) are answered `ms` later."""
         return self.inject("delay", api=api, delay_ms=ms, count=count, **match)
 
     def drop_connection(self, api: str | int, when: str = "after_response", count: int | None = 1,
@@ -325,6 +337,7 @@ class BrokerThread:
                            duration_ms=int(seconds * 1000))
 
     def faults(self) -> list[dict[str, Any]]:
+        """The fault rules left, each with its id, what it matches, how often it matched and what is left."""
         import trio
 
         server = self._require_server()
@@ -332,12 +345,14 @@ class BrokerThread:
                                          trio_token=self._token)
 
     def remove_fault(self, rule_id: int) -> bool:
+        """Remove one rule; False if there was none of that id."""
         import trio
 
         server = self._require_server()
         return trio.from_thread.run_sync(server.faults.remove, rule_id, trio_token=self._token)
 
     def clear_faults(self) -> None:
+        """Remove every fault rule."""
         import trio
 
         server = self._require_server()
@@ -345,6 +360,7 @@ class BrokerThread:
 
     @property
     def trace_file(self) -> str | None:
+        """The protocol trace's path (JSON lines), or None when the broker does not trace."""
         return self._config_changes.get("trace_file")
 
     def flush_trace(self) -> None:
@@ -362,6 +378,15 @@ class BrokerThread:
         if server.admin_address is None:
             raise RuntimeError("the broker runs without an admin endpoint (admin_listen)")
         host, port = server.admin_address
+        return f"http://{host}:{port}"
+
+    @property
+    def schema_registry_url(self) -> str:
+        """http://HOST:PORT of its schema registry (start the broker with schema_registry=True)."""
+        server = self._require_server()
+        if server.schema_registry_address is None:
+            raise RuntimeError("the broker runs without a schema registry (schema_registry=True)")
+        host, port = server.schema_registry_address
         return f"http://{host}:{port}"
 
     def _require_server(self) -> Any:
@@ -386,7 +411,8 @@ class BrokerThread:
 
 
 _READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
-_ADMIN = re.compile(r"admin (http://\S+?)\)")
+_ADMIN = re.compile(r"admin (http://[^\s,)]+)")
+_SCHEMA_REGISTRY = re.compile(r"schema-registry (http://[^\s,)]+)")
 
 
 class BrokerProcess:
@@ -394,18 +420,23 @@ class BrokerProcess:
     `--admin-listen`, its fault rules and introspection are reachable as on a BrokerThread (over HTTP)."""
 
     def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0) -> None:
+        """`extra_args`: more options of `python -m broker` ("--fsync", "grouped", "--admin-listen",
+        "127.0.0.1:0", ...); `port`: 0 for a free one."""
         self.data_dir = Path(data_dir)
         self.extra_args = list(extra_args)
         self.port = port
         self.proc: subprocess.Popen[str] | None = None
         self.log_lines: list[str] = []
         self.admin_url: str | None = None
+        self.schema_registry_url: str | None = None  # started with --schema-registry
 
     @property
     def bootstrap(self) -> str:
+        """"127.0.0.1:PORT" (the port is known once started, and kept across restarts)."""
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
+        """Start `python -m broker` and return once it prints that it is ready."""
         cmd = [sys.executable, "-m", "broker", "--listen", f"127.0.0.1:{self.port}",
                "--data-dir", str(self.data_dir), *self.extra_args]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -420,6 +451,8 @@ class BrokerProcess:
                     self.port = int(m.group(2))
                     admin = _ADMIN.search(line)
                     self.admin_url = admin.group(1) if admin else None
+                    registry = _SCHEMA_REGISTRY.search(line)
+                    self.schema_registry_url = registry.group(1) if registry else None
                     ready.set()
             ready.set()
 
@@ -429,11 +462,13 @@ class BrokerProcess:
         return self
 
     def kill(self) -> None:
+        """SIGKILL, and wait for the process to end: nothing is flushed, as after a crash."""
         if self.proc is not None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(30)
 
     def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM (a clean shutdown), and wait; returns the exit status."""
         if self.proc is None:
             return 0
         self.proc.send_signal(signal.SIGTERM)
@@ -441,6 +476,7 @@ class BrokerProcess:
 
     @property
     def running(self) -> bool:
+        """Whether the process is alive."""
         return self.proc is not None and self.proc.poll() is None
 
     # -- fault rules and introspection, through the admin endpoint (start with --admin-listen) ------------
@@ -461,24 +497,31 @@ class BrokerProcess:
         return self._admin("POST", "/faults", {"action": action, **rule})["id"]
 
     def inject_error(self, api: str | int, error: str | int, count: int | None = 1, **match: Any) -> int:
+        """As BrokerThread.inject_error."""
         return self.inject("error", api=api, error=error, count=count, **match)
 
     def faults(self) -> list[dict[str, Any]]:
+        """As BrokerThread.faults."""
         return self._admin("GET", "/faults")
 
     def clear_faults(self) -> None:
+        """As BrokerThread.clear_faults."""
         self._admin("DELETE", "/faults")
 
     def topics(self, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+        """As BrokerThread.topics."""
         return self._admin("GET", "/topics" + ("?internal=true" if include_internal else ""))
 
     def groups(self) -> dict[str, dict[str, Any]]:
+        """As BrokerThread.groups."""
         return self._admin("GET", "/groups")
 
     def transactions(self) -> dict[str, dict[str, Any]]:
+        """As BrokerThread.transactions."""
         return self._admin("GET", "/transactions")
 
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        """As BrokerThread.producers."""
         return self._admin("GET", f"/producers/{topic}/{partition}")
 
     def zookeeper_session(self) -> dict[str, Any]:

@@ -37,15 +37,21 @@ LIST_PARTITION_REASSIGNMENTS = 46
 
 
 class MinibrokerCluster:
+    """A ZooKeeper-mode cluster for tests: N brokers (ids 1..N) as child processes on one ZooKeeper, each in a
+    chroot of the cluster's own; the `minibroker_cluster` fixture's handle. Use it as a context manager, or
+    start() and stop()."""
+
     def __init__(self, data_dir: Path | str, brokers: int = 3, *, zookeeper: str | None = None,
                  extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
-                 chroot: str | None = None) -> None:
+                 chroot: str | None = None, schema_registry: bool = False) -> None:
         """`zookeeper`: HOST:PORT of a running ZooKeeper (a chroot of this cluster's own is used under it);
-        None starts one (its data under `data_dir`). `extra_args` go to every broker (e.g. "--override",
-        "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free ports)."""
+        None starts one (its data under `data_dir`; broker.testkit.zookeeper finds or fetches it, and raises
+        ZooKeeperUnavailable with what to install when it cannot). `extra_args` go to every broker (e.g.
+        "--override", "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free
+        ports). `schema_registry`: every broker serves a schema registry (`schema_registry_urls`)."""
         self.data_dir = Path(data_dir)
         self.broker_ids = list(range(first_id, first_id + brokers))
-        self.extra_args = tuple(extra_args)
+        self.extra_args = tuple(extra_args) + (("--schema-registry", "127.0.0.1:0") if schema_registry else ())
         self.first_port = first_port
         self._zk_address = zookeeper
         self._zk_server: Any = None
@@ -60,11 +66,11 @@ class MinibrokerCluster:
         return self._zk_address + self.chroot
 
     def start(self, timeout: float = 60.0) -> MinibrokerCluster:
+        """Start ZooKeeper (unless given) and the brokers; return once every broker is in the cluster's
+        metadata with a controller elected."""
         if self._zk_address is None:
-            from broker.testkit.zookeeper import ZooKeeperServer, available
+            from broker.testkit.zookeeper import ZooKeeperServer
 
-            if not available():
-                raise RuntimeError("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
             self._zk_server = ZooKeeperServer(self.data_dir / "zookeeper").start()
             self._zk_address = self._zk_server.address
         for i, broker_id in enumerate(self.broker_ids):
@@ -76,6 +82,7 @@ class MinibrokerCluster:
         return self
 
     def stop(self) -> None:
+        """Stop every running broker (SIGTERM, SIGKILL if one will not stop) and the ZooKeeper it started."""
         for broker in self.brokers.values():
             if broker.running:
                 try:
@@ -93,12 +100,23 @@ class MinibrokerCluster:
         self.stop()
 
     def broker(self, broker_id: int) -> BrokerProcess:
+        """One broker's process handle: its fault rules and introspection are that broker's."""
         return self.brokers[broker_id]
 
     @property
     def bootstrap(self) -> str:
         """Every running broker's address, comma-separated (what clients take as bootstrap.servers)."""
         return ",".join(b.bootstrap for b in self.brokers.values() if b.running)
+
+    @property
+    def schema_registry_urls(self) -> dict[int, str]:
+        """{broker id: URL of its schema registry}, of the running brokers (a restarted one has a new port)."""
+        return {i: b.schema_registry_url for i, b in self.brokers.items() if b.running and b.schema_registry_url}
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The running brokers' registries, comma-separated (confluent-kafka's `url` takes several)."""
+        return ",".join(self.schema_registry_urls.values())
 
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> int:
         """SIGTERM: a controlled shutdown (its leaderships move first); returns its exit status."""
@@ -142,6 +160,7 @@ class MinibrokerCluster:
         raise RuntimeError(f"no broker answered Metadata: {last!r}")
 
     def controller_id(self) -> int:
+        """The broker that is the controller now, as Metadata tells it."""
         return self.metadata([]).controller_id
 
     def leader(self, topic: str, partition: int) -> int:
@@ -185,6 +204,8 @@ class MinibrokerCluster:
 
     @staticmethod
     def wait_until(check: Callable[[], T | None], timeout: float = 60.0, what: str = "a condition") -> T:
+        """Call `check` until it returns something other than None (returned); brokers restarting meanwhile
+        are waited out. TimeoutError after `timeout` s."""
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while True:
@@ -211,6 +232,7 @@ class MinibrokerCluster:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      configs: dict[str, str] | None = None) -> None:
+        """Create a topic through the controller (CreateTopics), and wait until each partition has a leader."""
         answer = self._controller_request(CREATE_TOPICS, 7, {"topics": [{
             "name": name, "num_partitions": partitions, "replication_factor": replication_factor, "assignments": [],
             "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],

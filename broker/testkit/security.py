@@ -29,6 +29,11 @@ SCRAM_ITERATIONS = 4096
 
 
 class SecurityKit:
+    """A secured listener's makings: a throw-away CA and the broker's certificate (for SSL and SASL_SSL), the
+    broker's Kafka-named settings (`broker_settings()`), the users' SCRAM credentials, and each client's settings
+    for the listener (`kafka_python()`, `confluent()`, `aiokafka()`). `BrokerThread(security=..., users=...)`
+    makes one."""
+
     def __init__(self, protocol: str = "SASL_PLAINTEXT", users: Mapping[str, str] | None = None, *,
                  directory: Path | str, client_auth: str = "none", mechanisms: tuple[str, ...] = MECHANISMS,
                  listener_name: str | None = None, hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")) -> None:

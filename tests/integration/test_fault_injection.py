@@ -1,4 +1,4 @@
-"""Fault injection through the fixture's broker handle (broker/testkit/faults.py), with each client family."""
+"""Fault injection through the fixture's broker handle (broker/observability/faults.py), with each client family."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def _consume(bootstrap: str, topic: str, partitions: int, expected: int, **kw) -
 def test_api_version_inferred(minibroker):
     admin = KafkaAdminClient(bootstrap_servers=minibroker)
     try:
-        # kafka-python infers the Kafka release from the ApiVersions ranges; README documents 3.9.
+        # kafka-python infers the Kafka release from the ApiVersions ranges; the manual says 3.9.
         assert admin._client.check_version() == (3, 9)
     finally:
         admin.close()

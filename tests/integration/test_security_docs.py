@@ -1,6 +1,7 @@
-"""The security snippets of the README and docs/security.md, run: the `make run ARGS=...` SASL_SSL command
-line (with `make certs`' files) starts a broker that the README's client settings of kafka-python,
-confluent-kafka and aiokafka produce to; the compose file's secured broker takes its command line."""
+"""The security page's snippets (docs/running/security.md, "Trying it out"), run: the `make run ARGS=...`
+SASL_SSL command line (with `make certs`' files) starts a broker that the page's client settings of
+kafka-python, confluent-kafka and aiokafka produce to; the compose file's secured broker takes its command
+line."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from broker.testkit import BrokerThread
 from broker.testkit.security import main as make_certs
 
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
-DOCS = (REPO / "docs" / "security.md").read_text()
+DOCS = (REPO / "docs" / "running" / "security.md").read_text()
 
 
 def make_run_args(text: str) -> list[str]:
@@ -28,7 +28,7 @@ def make_run_args(text: str) -> list[str]:
 
 
 def client_rows() -> dict[str, str]:
-    rows = re.findall(r"^\| (kafka-python|confluent-kafka|aiokafka) \| `(.*)` \|$", README, re.M)
+    rows = re.findall(r"^\| (kafka-python|confluent-kafka|aiokafka) \| `(.*)` \|$", DOCS, re.M)
     assert len(rows) == 3
     return dict(rows)
 
@@ -37,18 +37,14 @@ def client_rows() -> dict[str, str]:
 def certs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """What `make certs` and the echo before `make run` leave, in a working directory of their own."""
     monkeypatch.chdir(tmp_path)
-    assert "make certs" in README and "echo 'alice=alice-secret' > certs/users.properties" in README
+    assert "make certs" in DOCS and "echo 'alice=alice-secret' > certs/users.properties" in DOCS
     make_certs(["certs", "--host", "localhost", "--host", "127.0.0.1", "--user", "alice"])
     (tmp_path / "certs" / "users.properties").write_text("alice=alice-secret\n")
     return tmp_path
 
 
-def test_readme_and_docs_give_the_same_command() -> None:
-    assert make_run_args(README) == make_run_args(DOCS)
-
-
 def test_make_run_example_serves_the_readme_client_settings(certs: Path) -> None:
-    config = config_from_args(build_parser().parse_args(make_run_args(README)))
+    config = config_from_args(build_parser().parse_args(make_run_args(DOCS)))
     [listener] = config.listeners
     assert (listener.name, config.listener_protocol(listener)) == ("SASL_SSL", "SASL_SSL")
     listener = listener.__class__(listener.host, 0, name=listener.name)  # a free port for the test

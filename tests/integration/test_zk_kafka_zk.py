@@ -268,7 +268,7 @@ def test_registration_comes_back_after_session_expiry(zk_address):
 def test_producer_id_blocks_through_the_session_and_the_standalone_store(zookeeper):
     """The broker's ProducerIdManager claims blocks through the broker's session (SessionBlockStore) while a
     standalone ZooKeeperBlockStore claims on the same two-level chroot: no block is shared."""
-    from zk.producer_ids import ProducerIdManager
+    from zk.producer_id_manager import ProducerIdManager
     from zk.store import SessionBlockStore, ZooKeeperBlockStore
 
     address = f"{zookeeper.address}/t-{uuid.uuid4().hex[:12]}/two/levels"

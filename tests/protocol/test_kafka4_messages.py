@@ -1,6 +1,6 @@
 """The Kafka 4 message definitions kafka-python lacks (protocol/definitions/: KIP-848 and KIP-932 APIs, the
 `__consumer_offsets` consumer/share group records, `__share_group_state`), byte for byte against Kafka
-4.1's own generated classes (tests/protocol/kafka_oracle): for random values of every valid version,
+4.4's own generated classes (tests/protocol/kafka_oracle): for random values of every valid version,
 Kafka's serialization of the value equals ours, Kafka re-serializes our bytes unchanged after parsing them,
 and we decode Kafka's bytes back to the value.
 """

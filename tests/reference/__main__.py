@@ -150,7 +150,7 @@ def _table(outcomes: list[Outcome | tuple[str, str, str]], verbose: bool) -> int
     print()
     scenarios = sum(1 for o in outcomes if isinstance(o, Outcome))
     if total:
-        print(f"{total - unexplained} of the differences are explained (tests/reference/known.py, README)")
+        print(f"{total - unexplained} of the differences are explained (tests/reference/known.py, the manual)")
     print(f"{scenarios} scenarios, {total} differences")
     return unexplained
 

@@ -74,7 +74,7 @@ class Scenario:
     brokers: int
     doc: str
     # Kafka's answer as minibroker should give it, where minibroker deliberately leaves something out
-    # (APIs and features it does not serve yet: README, "not yet served"): (release, step, answer) -> answer.
+    # (APIs and features it does not serve yet: docs/compatibility/kafka4.md): (release, step, answer) -> answer.
     kafka_view: Callable[[str, str, Any], Any] | None = None
     # Applied to both answers: for values that legitimately differ inside a scenario's answers (addresses and
     # paths given as config values, say): (step, answer) -> answer.

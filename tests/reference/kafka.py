@@ -36,7 +36,7 @@ JVM_OPTIONS = ["-Xms64m", "-Xmx384m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerial
 # scenarios write records with fixed timestamps from 2023, which time-based retention (checked 30 s after
 # start, then every 5 minutes) would delete from a reference that runs for a while.
 SHARED_CONFIG = {"log.retention.check.interval.ms": str(7 * 86_400_000)}
-# Kafka only: a consumer alone in a group starts at once (minibroker's documented default, README).
+# Kafka only: a consumer alone in a group starts at once (minibroker's documented default).
 BASE_CONFIG = {**SHARED_CONFIG, "group.initial.rebalance.delay.ms": "0"}
 
 
@@ -180,6 +180,9 @@ class KafkaCluster:
                 "controller.listener.names": "CONTROLLER",
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "inter.broker.listener.name": "PLAINTEXT",
+                # __share_group_state (KIP-932) asks for three replicas, as the other internal topics
+                "share.coordinator.state.topic.replication.factor": replication,
+                "share.coordinator.state.topic.min.isr": "1" if self.brokers == 1 else "2",
             })
         else:
             props.update({

@@ -1,6 +1,6 @@
-"""Differences between Kafka's answers and minibroker's that are understood: deliberate ones (also in the
-README, with the reason) and open ones that need work outside a handler or config table. `make
-reference-diff` prints them with their reason; the replay test fails on any other difference and on a
+"""Differences between Kafka's answers and minibroker's that are understood: deliberate ones (also in
+docs/compatibility/differences.md, with the reason) and open ones that need work outside a handler or config
+table. `make reference-diff` prints them with their reason; the replay test fails on any other difference and on a
 known one that is gone (so this list stays true)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class Known:
     path: str
     reason: str
     releases: tuple[str, ...] | None = None  # None: every release
-    deliberate: bool = False  # listed in the README (a choice), else open work
+    deliberate: bool = False  # listed in docs/compatibility/differences.md (a choice), else open work
 
 
 _AUTO_CREATE = ("minibroker creates an auto-created topic at once and describes it in the same Metadata "
@@ -56,8 +56,6 @@ KNOWN: list[Known] = [
     Known("api_versions", "*", "finalized_features[names]", "minibroker's 4.1 profile finalizes share.version 1 "
           "so that share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0 until kafka-features "
           "turns it on", releases=("4.1",), deliberate=True),
-    Known("api_versions", "*", "*[name=share.version].m*_version*", "Kafka 4.4 finalizes share.version 2; "
-          "minibroker serves the share group protocol of share.version 1", releases=("4.4",), deliberate=True),
     # Open: Kafka 4.4's consumer group coordinator gives a new group's first member epoch 2 where 4.1 gives 1
     # (seen on every run, live and recorded; the cause in 4.4's GroupMetadataManager is not pinned down yet),
     # and computes the empty target assignment when the last member leaves (assignment epoch = group epoch;

@@ -41,7 +41,7 @@ def test_every_known_difference_still_happens() -> None:
     stale = [k for k in known.KNOWN
              if not any(known.applies(k, o.release, o.scenario) and any(known.matches(k, d) for d in o.differences)
                         for o in outcomes)]
-    assert not stale, f"known differences that are gone (remove them from known.py and the README): {stale}"
+    assert not stale, f"known differences that are gone (remove them from known.py and the manual): {stale}"
 
 
 def test_every_scenario_is_recorded_for_its_releases() -> None:

@@ -49,6 +49,7 @@ def test_broker_command_line_is_one_the_cli_takes(compose) -> None:
     assert "9092:9092" in broker["ports"]
     assert str(config.data_dir) == broker["volumes"][0].split(":")[1]
     assert config.inter_broker_listener().name == "INTERNAL"
+    assert config.schema_registry == "0.0.0.0:8081" and "8081:8081" in broker["ports"]
 
 
 def test_cluster_profile_brokers_are_one_cluster(compose) -> None:
@@ -107,4 +108,4 @@ def test_dockerfile_has_the_stages_compose_builds(compose) -> None:
         assert compose["services"][service]["build"]["target"] in stages
     broker_stage = dockerfile.split("AS broker", 1)[1]
     assert 'ENTRYPOINT ["python", "-m", "broker"]' in broker_stage and "EXPOSE 9092" in broker_stage
-    assert "pip install --no-cache-dir ." in dockerfile
+    assert "pip install --no-cache-dir '.[registry]'" in dockerfile  # the HTTP services and the schema registry

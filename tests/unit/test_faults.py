@@ -1,4 +1,4 @@
-"""Fault rules (broker/testkit/faults.py) and the admin endpoint's request handling, as pure logic."""
+"""Fault rules (broker/observability/faults.py) and the admin endpoint's request handling, as pure logic."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import random
 
 import pytest
 
+from broker.http.admin import add_rule
+from broker.http.stack import HttpError
+from broker.observability.faults import FaultAction, FaultInjector, error_response
 from broker.server.dispatch import table
-from broker.testkit.admin_http import handle
-from broker.testkit.faults import FaultAction, FaultInjector, error_response
 from protocol.header import ApiKey, ErrorCode
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from tests.fuzz import corpus
@@ -75,13 +76,13 @@ def test_error_responses_encode(api_version):
                                                 lambda _id: "t"))
 
 
-def test_admin_requests():
+def test_admin_rules_from_json():
     faults = FaultInjector()
-    status, body = handle("POST", "/faults", json.dumps({"action": "error", "api": "FETCH", "error": 7}).encode(),
-                          faults, 0)
-    assert status == 201 and body == {"id": 1}
-    assert handle("GET", "/faults", b"", faults, 0)[1][0]["error"] == "REQUEST_TIMED_OUT"
-    assert handle("PUT", "/faults", b"", faults, 0)[0] == 405
-    assert handle("POST", "/faults", b"[1]", faults, 0)[0] == 400
-    assert handle("DELETE", "/faults/1", b"", faults, 0) == (204, None)
-    assert handle("DELETE", "/faults/x", b"", faults, 0)[0] == 404
+    assert add_rule(json.dumps({"action": "error", "api": "FETCH", "error": 7}).encode(), faults, 0) == 1
+    assert faults.describe(0)[0]["error"] == "REQUEST_TIMED_OUT"
+    for bad in (b"[1]", b"{not json", b'{"action": "error", "api": "FETCH", "colour": "red"}',
+                b'{"action": "explode"}'):
+        with pytest.raises(HttpError) as refused:
+            add_rule(bad, faults, 0)
+        assert refused.value.status == 400
+    assert len(faults.describe(0)) == 1

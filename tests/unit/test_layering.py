@@ -2,9 +2,12 @@
 `if TYPE_CHECKING:` blocks too): imports flow one way, protocol <- log <- coordinator/services <- handlers
 <- server, and no module imports a module that imports it back (directly or through others).
 
-The test kit has two sides: its instruments (fault rules, trace, metrics, introspection, admin HTTP) are
-used by the server and import nothing of the broker above the config; its harness (the pytest plugin,
-BrokerThread) runs the whole broker from outside, at the top with the CLI.
+Observability (fault rules, the protocol trace, metrics, introspection) is production code the server uses: it
+imports nothing of the broker but the protocol, and only the server, its HTTP services (broker.http: the admin
+endpoint serves it) and the test kit import it. The HTTP services (the admin endpoint, the schema registry)
+sit beside the handlers, on the services; only the server imports them. The test kit (the pytest plugin,
+BrokerThread, the cluster fixture) runs the whole broker from outside, at the top with the CLI; nothing of
+the broker imports it.
 """
 
 from __future__ import annotations
@@ -34,14 +37,16 @@ ALLOWED: dict[str, set[str]] = {
                         "broker.security", "broker.services", "broker.cluster"},
     "broker.app": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
                    "broker.services", "broker.cluster"},
-    "broker.testkit": {"protocol", "broker.config", "broker.clock"},  # the instruments
+    "broker.observability": {"protocol"},
+    # What the broker serves over HTTP (admin endpoint, schema registry): beside the handlers, on the services.
+    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.services",
+                    "broker.cluster", "broker.observability"},
     "broker.server": {"protocol", "zk", "broker.app", "broker.handlers", "broker.config", "broker.clock",
-                      "broker.security", "broker.cluster", "broker.testkit"},
+                      "broker.security", "broker.cluster", "broker.observability", "broker.http"},
 }
-# The harness and entry points: above everything (broker.testkit itself: its lazy re-export of the harness).
-TOP = ("broker", "broker.cli", "broker.__main__", "broker.testing", "broker.testkit", "broker.testkit.plugin",
-       "broker.testkit.broker_thread", "broker.testkit.cluster", "broker.testkit.wire", "broker.testkit.zookeeper",
-       "broker.testkit.security")
+# The test kit and the entry points: above everything, imported by nothing of the broker.
+TOP_PACKAGES = ("broker.testkit",)
+TOP = ("broker", "broker.cli", "broker.__main__", "broker.testing")
 
 
 def _module_name(path: Path) -> str:
@@ -64,7 +69,7 @@ def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            for alias in node.names:  # `from broker.testkit import introspect` imports broker.testkit.introspect
+            for alias in node.names:  # `from broker.observability import trace` imports broker.observability.trace
                 found.add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module)
     return {m for m in found if m.split(".")[0] in PACKAGES}
 
@@ -98,7 +103,7 @@ GRAPH = _graph()
 
 
 def _is_top(module: str) -> bool:
-    return module in TOP
+    return module in TOP or any(module == p or module.startswith(p + ".") for p in TOP_PACKAGES)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in GRAPH if not _is_top(m)))
@@ -108,6 +113,18 @@ def test_imports_flow_one_way(module: str) -> None:
     allowed = ALLOWED[layer] | {layer}
     wrong = sorted(t for t in GRAPH[module] if _is_top(t) or _layer(t) not in allowed)
     assert not wrong, f"{module} ({layer}) may not import {wrong}"
+
+
+def test_only_the_server_and_the_test_kit_import_observability() -> None:
+    # The table says it (the test above enforces the table); this keeps the table from drifting.
+    users = {layer for layer, allowed in ALLOWED.items() if "broker.observability" in allowed}
+    assert users == {"broker.server", "broker.http"}  # broker.http: the admin endpoint, which the server runs
+    importers = {m for m, targets in GRAPH.items() if any(_layer(t) == "broker.observability" for t in targets)}
+    assert {_layer(m) for m in importers if not _is_top(m)} <= {"broker.server", "broker.http",
+                                                                "broker.observability"}
+    assert {m for m, targets in GRAPH.items() if any(_layer(t) == "broker.http" for t in targets)
+            if not _is_top(m)} <= {m for m in GRAPH if _layer(m) in ("broker.server", "broker.http")}
+    assert any(m.startswith("broker.testkit.") for m in importers)  # the test kit builds on it
 
 
 def test_no_module_imports_its_importer() -> None:
@@ -155,4 +172,5 @@ def test_the_rules_catch_a_forbidden_import() -> None:
     # The checks above must be able to fail: a log module importing a service is caught.
     assert _layer("broker.log.partition_log") == "broker.log"
     assert "broker.services" not in ALLOWED["broker.log"]
-    assert _layer("broker.testkit.faults") == "broker.testkit" and _is_top("broker.testkit.plugin")
+    assert _layer("broker.observability.faults") == "broker.observability" and _is_top("broker.testkit.plugin")
+    assert "broker.testkit" not in ALLOWED["broker.server"] and not _is_top("broker.observability.faults")

@@ -6,7 +6,7 @@ import trio
 import trio.testing
 
 from zk.pid_blocks import decode_block
-from zk.producer_ids import ProducerIdManager
+from zk.producer_id_manager import ProducerIdManager
 from zk.store import LocalBlockStore
 
 

@@ -8,19 +8,25 @@ import uuid
 
 from coordinator.assignors import GroupSpec, MemberSpec, SubscriptionType
 from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, SimpleAssignor, java_string_hash
-from coordinator.share_partition import AcknowledgeType, AcquiredRange, RecordState, SharePartition
+from coordinator.share_partition import AcknowledgeType, AcquiredRange, RecordState, ShareAcquireMode, SharePartition
 from protocol.header import ErrorCode
 from tests.unit.test_consumer_group_coordinator import Log, Topics
 
 ACCEPT, RELEASE, REJECT, GAP = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT,
                                 AcknowledgeType.GAP)
+BATCH_OPTIMIZED, RECORD_LIMIT = ShareAcquireMode.BATCH_OPTIMIZED, ShareAcquireMode.RECORD_LIMIT
+
+
+def single_records(high_watermark: int) -> list[tuple[int, int]]:
+    """A log of one-record batches up to the high watermark, as (first, last) offsets."""
+    return [(offset, offset) for offset in range(high_watermark)]
 
 
 def test_records_are_acquired_once_and_accepted() -> None:
     sp = SharePartition(0, lock_duration_ms=1000)
-    assert sp.acquire("a", 10, 4, now_ms=0) == [AcquiredRange(0, 3, 1)]
-    assert sp.acquire("b", 10, 100, now_ms=0) == [AcquiredRange(4, 9, 1)]
-    assert sp.acquire("c", 10, 100, now_ms=0) == []  # nothing left
+    assert sp.acquire("a", single_records(10), 4, now_ms=0) == [AcquiredRange(0, 3, 1)]
+    assert sp.acquire("b", single_records(10), 100, now_ms=0) == [AcquiredRange(4, 9, 1)]
+    assert sp.acquire("c", single_records(10), 100, now_ms=0) == []  # nothing left
     assert sp.acknowledge("b", 0, 3, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE  # a holds them
     assert sp.acknowledge("a", 0, 3, [ACCEPT]) == ErrorCode.NONE
     assert sp.start_offset == 4
@@ -29,25 +35,25 @@ def test_records_are_acquired_once_and_accepted() -> None:
 
 def test_release_and_reject_and_the_delivery_limit() -> None:
     sp = SharePartition(0, delivery_count_limit=3)
-    sp.acquire("a", 3, 10, 0)
+    sp.acquire("a", single_records(3), 10, 0)
     assert sp.acknowledge("a", 0, 2, [RELEASE, REJECT, ACCEPT]) == ErrorCode.NONE
     states = [sp.in_flight[o].state for o in range(3)]
     assert states == [RecordState.AVAILABLE, RecordState.ARCHIVED, RecordState.ACKNOWLEDGED]
     assert sp.start_offset == 0  # offset 0 is still to do
     for delivery in (2, 3):
-        assert sp.acquire("b", 3, 10, 0) == [AcquiredRange(0, 0, delivery)]
+        assert sp.acquire("b", single_records(3), 10, 0) == [AcquiredRange(0, 0, delivery)]
         sp.acknowledge("b", 0, 0, [RELEASE])
     # Released after its 3rd delivery: archived, never offered again.
-    assert sp.acquire("b", 3, 10, 0) == [] and sp.start_offset == 3
+    assert sp.acquire("b", single_records(3), 10, 0) == [] and sp.start_offset == 3
 
 
 def test_lock_expiry_offers_the_records_again() -> None:
     sp = SharePartition(5, lock_duration_ms=30_000, delivery_count_limit=2)
-    sp.acquire("a", 8, 10, now_ms=100)
+    sp.acquire("a", single_records(8), 10, now_ms=100)
     assert sp.next_lock_deadline() == 30_100
     assert sp.expire_locks(30_099) == 0
     assert sp.expire_locks(30_100) == 3
-    assert sp.acquire("b", 8, 10, now_ms=30_200) == [AcquiredRange(5, 7, 2)]
+    assert sp.acquire("b", single_records(8), 10, now_ms=30_200) == [AcquiredRange(5, 7, 2)]
     assert sp.acknowledge("a", 5, 5, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE  # a's lock is gone
     sp.expire_locks(60_200)
     assert sp.start_offset == 8 and sp.counts()["ARCHIVED"] == 0  # archived ones left the in-flight window
@@ -55,30 +61,85 @@ def test_lock_expiry_offers_the_records_again() -> None:
 
 def test_member_leaving_releases_its_records() -> None:
     sp = SharePartition(0)
-    sp.acquire("a", 4, 2, 0)
-    sp.acquire("b", 4, 2, 0)
+    sp.acquire("a", single_records(4), 2, 0)
+    sp.acquire("b", single_records(4), 2, 0)
     assert sp.release_member("a") == 2
-    assert sp.acquire("c", 4, 10, 0) == [AcquiredRange(0, 1, 2)]
+    assert sp.acquire("c", single_records(4), 10, 0) == [AcquiredRange(0, 1, 2)]
 
 
 def test_snapshot_survives_a_restart() -> None:
     sp = SharePartition(0, delivery_count_limit=5)
-    sp.acquire("a", 6, 10, 0)
+    sp.acquire("a", single_records(6), 10, 0)
     sp.acknowledge("a", 0, 5, [ACCEPT, ACCEPT, RELEASE, ACCEPT, REJECT, ACCEPT])
-    sp.acquire("a", 8, 1, 0)  # re-acquires 2 (delivery 2), left acquired
+    sp.acquire("a", single_records(8), 1, 0)  # re-acquires 2 (delivery 2), left acquired
     batches = sp.snapshot()
     restored = SharePartition.from_snapshot(sp.start_offset, batches, delivery_count_limit=5)
     assert restored.start_offset == 2
     # The acquired record is available again with its deliveries; the acknowledged ones are not offered.
-    assert restored.acquire("b", 8, 10, 0) == [AcquiredRange(2, 2, 3), AcquiredRange(6, 7, 1)]
+    assert restored.acquire("b", single_records(8), 10, 0) == [AcquiredRange(2, 2, 3), AcquiredRange(6, 7, 1)]
     assert restored.acknowledge("b", 2, 2, [ACCEPT]) == ErrorCode.NONE and restored.start_offset == 6
 
 
 def test_gap_acknowledgements_and_bad_batches() -> None:
     sp = SharePartition(0)
-    sp.acquire("a", 3, 10, 0)
+    sp.acquire("a", single_records(3), 10, 0)
     assert sp.acknowledge("a", 0, 2, [ACCEPT, GAP]) == ErrorCode.INVALID_REQUEST
     assert sp.acknowledge("a", 0, 2, [GAP]) == ErrorCode.NONE and sp.start_offset == 3
+
+
+def test_records_are_acquired_from_the_batches_read_whole_batches_at_a_time() -> None:
+    """The batch a ShareFetch reads is acquired whole in the batch-optimized mode (as Kafka 4.4 did: 67 records
+    of one batch for MaxRecords 20), so no acquired offset is left without its record: a client takes such an
+    offset as a gap, and its GAP acknowledgement archives a record nobody was given (issue 34)."""
+    log = [(0, 66), (67, 71), (72, 101)]
+    sp = SharePartition(0)
+    assert sp.next_fetch_offset() == 0
+    assert sp.acquire("a", log, 20, 0) == [AcquiredRange(0, 66, 1)]
+    assert sp.next_fetch_offset() == 67
+    # Batches are added while fewer than MaxRecords are acquired: 5 + 30.
+    assert sp.acquire("a", log[1:], 20, 0) == [AcquiredRange(67, 101, 1)]
+    # Only what was read can be acquired: nothing past the batches given.
+    sp = SharePartition(0)
+    assert sp.acquire("a", log[:1], 500, 0) == [AcquiredRange(0, 66, 1)] and sp.end_offset == 67
+
+
+def test_the_record_limit_mode_stops_at_max_records() -> None:
+    sp = SharePartition(0)
+    assert sp.acquire("a", [(0, 66)], 20, 0, RECORD_LIMIT) == [AcquiredRange(0, 19, 1)]
+    assert sp.next_fetch_offset() == 20
+    assert sp.acquire("b", [(0, 66)], 20, 0, RECORD_LIMIT) == [AcquiredRange(20, 39, 1)]
+    # The batch is in flight whole: its other records are available, not past the records acquired.
+    assert sp.end_offset == 67 and sp.counts()["AVAILABLE"] == 27
+    assert sp.acknowledge("a", 60, 61, [ACCEPT]) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 60, 67, [ACCEPT]) == ErrorCode.INVALID_REQUEST
+
+
+def test_a_record_released_inside_a_batch_is_read_again_from_its_batch() -> None:
+    """RELEASE of one record of a larger batch: the next fetch reads from that record's batch and acquires the
+    record again (delivery 2), then new records after it; nothing else of the batch."""
+    sp = SharePartition(0)
+    sp.acquire("a", [(0, 66)], 20, 0)
+    assert sp.acknowledge("a", 0, 66, [ACCEPT] * 5 + [RELEASE] + [ACCEPT] * 61) == ErrorCode.NONE
+    assert sp.start_offset == 5 and sp.next_fetch_offset() == 5
+    assert sp.acquire("b", [(0, 66), (67, 71)], 20, 0) == [AcquiredRange(5, 5, 2), AcquiredRange(67, 71, 1)]
+    assert sp.next_fetch_offset() == 72
+    assert sp.acknowledge("b", 5, 5, [REJECT]) == ErrorCode.NONE and sp.start_offset == 67
+
+
+def test_offsets_the_log_no_longer_has_go_with_the_next_batch() -> None:
+    """Compaction left 3-4 out: they are acquired with the batch after them, and acknowledged as gaps."""
+    sp = SharePartition(0)
+    assert sp.acquire("a", [(0, 2)], 1, 0) == [AcquiredRange(0, 2, 1)]
+    assert sp.acquire("a", [(5, 9)], 10, 0) == [AcquiredRange(3, 9, 1)]
+    assert sp.acknowledge("a", 3, 9, [GAP, GAP, ACCEPT, ACCEPT, ACCEPT, ACCEPT, ACCEPT]) == ErrorCode.NONE
+
+
+def test_the_in_flight_limit_stops_new_acquisitions() -> None:
+    sp = SharePartition(0, max_in_flight=10)
+    assert sp.acquire("a", [(0, 6), (7, 13)], 100, 0) == [AcquiredRange(0, 9, 1)]
+    assert sp.acquire("b", [(7, 13)], 100, 0) == []
+    sp.acknowledge("a", 0, 4, [ACCEPT])
+    assert sp.acquire("b", [(7, 13)], 100, 0) == [AcquiredRange(10, 13, 1)]
 
 
 def test_simple_assignor_shares_a_partition_between_members() -> None:

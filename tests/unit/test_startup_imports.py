@@ -45,7 +45,7 @@ NOT_AT_STARTUP = (
     "broker.services.groups",
     "broker.services.transactions",
     "broker.services.share_partitions",
-    "broker.services.markers",
+    "broker.services.marker_writer",
     "broker.cluster",
     "broker.security.tls",
     "broker.security.sasl",

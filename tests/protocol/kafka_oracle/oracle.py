@@ -16,7 +16,7 @@ from typing import Any
 
 from tests import kafka_jars
 
-RELEASE = "4.1"
+RELEASE = "4.4"  # the newest release: its classes know every version served
 ARTIFACTS = ["kafka-clients", "kafka-group-coordinator", "kafka-share-coordinator"]
 _SOURCE = Path(__file__).with_name("MessageOracle.java")
 _PACKAGES = {

@@ -9,6 +9,7 @@ from tests.reference.scenarios import (  # noqa: F401
     legacy,
     metadata,
     produce,
+    share_groups,
     topics,
     transactions,
     versions,

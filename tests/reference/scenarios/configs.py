@@ -65,7 +65,8 @@ _SETUP = {"listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", 
           "broker.id", "node.id", "group.initial.rebalance.delay.ms", "log.retention.check.interval.ms",
           "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
           "transaction.state.log.min.isr", "inter.broker.listener.name", "listener.security.protocol.map",
-          "controller.listener.names", "process.roles"}
+          "controller.listener.names", "process.roles", "share.coordinator.state.topic.replication.factor",
+          "share.coordinator.state.topic.min.isr"}
 
 
 def _setup_values(_step: str, answer: Any) -> Any:

@@ -46,7 +46,7 @@ def produce_errors(s: Session) -> None:
     produce(s, "keyless record on a compacted topic", compacted, batch([b"v1", b"v2", b"v3"], [b"k", None, b"k"]))
     produce(s, "keyed records on a compacted topic", compacted, batch([b"v1"], [b"k"]))
     produce(s, "unknown codec 5", plain, _with_attributes(batch([b"codec"]), 5))
-    # (Own topic: minibroker does not decompress on the produce path and stores this batch, README.)
+    # (Own topic: minibroker does not decompress on the produce path and stores this batch: a documented difference.)
     create_topic(s, "create bad-gzip", s.name("bad-gzip"))
     produce(s, "gzip flag on plain bytes", s.name("bad-gzip"), _with_attributes(batch([b"not gzip"]),
                                                                                COMPRESSION_GZIP))

@@ -59,6 +59,12 @@ public final class Expect {
 
     /** Polls `condition` until it returns something other than null or false, for up to `seconds`. */
     public static <T> T eventually(String what, double seconds, Supplier<T> condition) throws InterruptedException {
+        return eventually(() -> what, seconds, condition);
+    }
+
+    /** The same, with what was awaited told as it stands when the time is up. */
+    public static <T> T eventually(Supplier<String> what, double seconds, Supplier<T> condition)
+            throws InterruptedException {
         long deadline = System.nanoTime() + (long) (seconds * 1e9);
         while (true) {
             T value = condition.get();
@@ -66,7 +72,7 @@ public final class Expect {
                 return value;
             }
             if (System.nanoTime() > deadline) {
-                throw new Failed("waited " + seconds + " s for " + what);
+                throw new Failed("waited " + seconds + " s for " + what.get());
             }
             Thread.sleep(50);
         }

@@ -33,6 +33,7 @@ public final class Main {
         TransactionChecks.register(checks);
         ConsumerChecks.register(checks);
         AdminChecks.register(checks);
+        ShareChecks.register(checks);
         return checks;
     }
 

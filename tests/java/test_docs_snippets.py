@@ -1,5 +1,6 @@
-"""The README's Java programs, as they are written there (only their "localhost:9092" becomes the fixture
-broker's address), compiled against the newest Java client and Streams and run against minibroker."""
+"""The manual's Java programs (docs/clients.md), as they are written there (only their "localhost:9092" becomes
+the fixture broker's address), compiled against the newest Java client and Streams and run against minibroker.
+tests/docs/snippets.py collects them with every other snippet."""
 
 from __future__ import annotations
 
@@ -9,29 +10,35 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.docs.snippets import all_snippets
 from tests.java import jvm
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The programs this module runs, by their public class name (tests/docs/test_snippets.py checks that every
+# Java snippet of the manual is one of them).
+PROGRAMS = ("Greetings", "WordCount")
 
 
 def snippets() -> dict[str, str]:
-    """The README's ```java blocks by their public class name."""
-    blocks = re.findall(r"```java\n(.*?)```", README.read_text(), re.S)
-    return {re.search(r"public class (\w+)", b).group(1): b for b in blocks}
+    """The manual's ```java blocks by their public class name."""
+    found = {}
+    for snippet in all_snippets():
+        if snippet.language == "java":
+            found[re.search(r"public class (\w+)", snippet.code).group(1)] = snippet.code
+    return found
 
 
 def compiled(tmp_path: Path, bootstrap: str, *names: str) -> Path:
     found = snippets()
     files = []
     for name in names:
-        assert name in found, f"the README has no Java program {name}: {sorted(found)}"
+        assert name in found, f"the manual has no Java program {name}: {sorted(found)}"
         path = tmp_path / f"{name}.java"
         path.write_text(found[name].replace("localhost:9092", bootstrap))
         files.append(path)
-    return jvm.require(jvm.build, "4.4", files, "readme", into=tmp_path)
+    return jvm.require(jvm.build, "4.4", files, "docs", into=tmp_path)
 
 
-def test_readme_java_producer_and_consumer(minibroker_server, tmp_path):
+def test_docs_java_producer_and_consumer(minibroker_server, tmp_path):
     classes = compiled(tmp_path, minibroker_server.bootstrap, "Greetings")
     result = jvm.run("4.4", classes, "Greetings", timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -41,7 +48,7 @@ def test_readme_java_producer_and_consumer(minibroker_server, tmp_path):
     assert minibroker_server.groups()["greeters"]["offsets"] == {"greetings-0": 3}
 
 
-def test_readme_kafka_streams_word_count(minibroker, tmp_path):
+def test_docs_kafka_streams_word_count(minibroker, tmp_path):
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 

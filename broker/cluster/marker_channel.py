@@ -1,6 +1,6 @@
 """Transaction markers across the cluster (Kafka's TransactionMarkerChannelManager): the transaction
 coordinator's COMMIT/ABORT markers go to each partition's leader, this broker's own partitions through
-services.markers, the others with WriteTxnMarkers over one connection per broker. A partition without a
+services.marker_writer, the others with WriteTxnMarkers over one connection per broker. A partition without a
 live leader, or whose leader moved meanwhile (NOT_LEADER_OR_FOLLOWER), is answered with an error the
 coordinator retries after the metadata has changed."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
-from broker.services.markers import Marker, MarkerWriter
+from broker.services.marker_writer import Marker, MarkerWriter
 from broker.services.topics import TopicManager
 from protocol.header import ApiKey, ErrorCode
 
