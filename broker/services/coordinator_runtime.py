@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from broker.clock import Clock
+from broker.log.append import Appender, AppendOrigin
 from broker.services.durability import Durability
 from broker.services.internal_topics import partition_for, stored_chunks
 from broker.services.topics import Partition, Topic, TopicError, TopicManager
 from protocol.header import ErrorCode
+from protocol.records import Record, build_batch
 
 if TYPE_CHECKING:
-    from broker.log.append import Appender
-    from protocol.records import BatchHeader, Record
+    from protocol.records import BatchHeader
 
 log = logging.getLogger(__name__)
 
@@ -284,8 +285,6 @@ class CoordinatorRuntime:
         """Append the records to the key's partition in one batch (transactional when a producer is given):
         (partition, last offset). CoordinatorWriteError if it is not appended: COORDINATOR_NOT_AVAILABLE (no
         topic yet, or the disk failed), NOT_COORDINATOR (not led here), or the append's refusal."""
-        from protocol.records import Record, build_batch  # with the first write, not at startup
-
         try:
             partition = self.partition_of(key)
         except (TopicError, OSError) as exc:
@@ -295,8 +294,6 @@ class CoordinatorRuntime:
                                                                    "led here")
         batch = build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(records)], base_timestamp=timestamp,
                             producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=producer_id >= 0)
-        from broker.log.append import AppendOrigin
-
         appended = self.appender.append(partition, batch, AppendOrigin.COORDINATOR, now_ms)
         if appended.error == ErrorCode.KAFKA_STORAGE_ERROR:
             raise CoordinatorWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
