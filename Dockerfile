@@ -7,7 +7,7 @@ COPY protocol protocol
 COPY coordinator coordinator
 COPY zk zk
 COPY jobs jobs
-RUN pip install --no-cache-dir '.[registry]'
+RUN pip install --no-cache-dir '.[registry,console]'
 
 # The Spark jobs (docker-compose's `pipeline` service): Java (17+, as Spark 4 needs), pyspark; `ps` for Spark's scripts.
 FROM base AS pipeline
@@ -20,6 +20,6 @@ ENTRYPOINT ["python", "-m", "jobs.spark_to_kafka"]
 # The broker.
 FROM base AS broker
 VOLUME /var/lib/minibroker
-EXPOSE 9092 8081
+EXPOSE 9092 8081 8080
 ENTRYPOINT ["python", "-m", "broker"]
 CMD ["--listen", "0.0.0.0:9092", "--data-dir", "/var/lib/minibroker"]

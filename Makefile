@@ -1,4 +1,5 @@
-# minibroker: `make run` starts a broker on localhost:9092 (its schema registry on localhost:8081), `make test` installs what is missing and tests.
+# minibroker: `make run` starts a broker on localhost:9092 (its schema registry on localhost:8081, its console on
+# http://localhost:8080), `make test` installs what is missing and tests.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,8 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps reference-deps run cluster test lint docs docs-serve bench fuzz soak chaos load pipeline \
+.PHONY: install system-deps reference-deps run cluster test lint docs docs-serve console-screenshots bench fuzz soak \
+	chaos load pipeline \
 	clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
 
@@ -19,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
-# Debian packages the tests need (ZooKeeper and Java); installed when running as root.
+# Debian packages the tests need (ZooKeeper, Java, Chromium and its driver); installed when running as root.
 system-deps:
 	@scripts/install-system-deps.sh
 
@@ -29,7 +31,7 @@ bytecode: install
 	@$(PY) -m compileall -q broker protocol coordinator zk > /dev/null
 
 run: install bytecode
-	$(PY) -m broker --schema-registry 127.0.0.1:8081 $(ARGS)
+	$(PY) -m broker --schema-registry 127.0.0.1:8081 --console 127.0.0.1:8080 $(ARGS)
 
 # A local cluster: ZooKeeper (Debian's package) and three brokers on localhost:9092-9094, data under
 # data/cluster; Ctrl-C stops it. Broker options: make cluster ARGS="--override min.insync.replicas=2".
@@ -58,6 +60,11 @@ docs-serve: install
 # starts a broker on 127.0.0.1:9092 unless one answers there (see docs/running/pipeline.md).
 pipeline: install system-deps
 	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
+
+# The console's pages in headless Chromium against a broker with sample data (topics, a lagging group, an open
+# transaction, schema-registry payloads), saved as docs/images/console/*.png for docs/console.md.
+console-screenshots: install system-deps
+	$(PY) -m tests.console.screenshots docs/images/console
 
 lint: install
 	$(VENV)/bin/ruff check .

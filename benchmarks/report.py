@@ -38,7 +38,8 @@ TARGETS = [
     Target("latency_p50", "ratio", 1.0, "<= Tansu"),
     Target("latency_p99", "ratio", 1.0, "<= Tansu"),
     Target("group_join", "max", 100.0, "<= 100 ms"),
-    Target("startup", "max", 50.0, "<= 50 ms"),  # issue 25; below CPython + `import trio` here (manual)
+    Target("startup", "max", 100.0, "<= 100 ms"),  # issue 39 (issue 25's 50 ms is below CPython + trio here)
+    Target("suite_produce_test", "max", 50.0, "<= 50 ms"),  # issue 39: a confluent-kafka producer test
     Target("restart_clean_served", "max", 1000.0, "< 1 s"),
     Target("idle_rss", "max", 50 * MB, "<= 50 MB"),
     Target("final_rss", "max", 100 * MB, "<= 100 MB"),

@@ -78,11 +78,15 @@ class Params:
     many_partitions: int = 1000  # the restart and per-partition memory rows
     restart_msgs: int = 5  # per partition, before the restart
     idle_connections: int = 200
+    suite_tests: int = 20  # the test-suite rows: tests per generated module
+    session_partitions: int = 1000  # the fetch-session row: partitions the Java consumer fetches
+    session_records: int = 200  # ...and records trickled to them, one every 20 ms
     timeout: float = 180.0
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(n_small=20_000, n_large=2_000, kp_n=5_000, lat_n=300, txn_k=30, join_trials=1, timeout=90.0)
+        return cls(n_small=20_000, n_large=2_000, kp_n=5_000, lat_n=300, txn_k=30, join_trials=1, suite_tests=5,
+                   session_records=30, timeout=90.0)
 
 
 def payload(size: int) -> bytes:
@@ -513,9 +517,15 @@ def consume_tls(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
 
 
 def produce_replicated(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
-    """Produce (acks=all) to a topic of replication factor 3 with min.insync.replicas=2 on a cluster of three
-    minibrokers of the mode under test (broker.testkit.cluster: ZooKeeper and three child processes); the
-    figures count the three brokers' CPU. Skipped, with the reason, when ZooKeeper is not installed."""
+    """Produce (acks=all) to a topic of replication factor 3 with min.insync.replicas=2 on three brokers of the
+    kind under test: three minibrokers of the mode under test (broker.testkit.cluster: ZooKeeper and three
+    child processes), or Kafka's three KRaft nodes (benchmarks/kafka_cluster.py); the figures count the three
+    brokers' CPU. Skipped, with the reason, when ZooKeeper or Kafka's jars are missing, and for Tansu."""
+    spec = _spec()
+    if spec.name == "kafka":
+        return _produce_replicated_kafka(p, prefix, n, size)
+    if not spec.is_minibroker:
+        return {"ok": False, "skipped": f"{spec.name}: no replicated cluster set up"}
     import shutil
     import tempfile
 
@@ -525,7 +535,7 @@ def produce_replicated(p: Params, prefix: str, n: int, size: int) -> dict[str, A
     if not available():
         return {"ok": False, "skipped": "ZooKeeper is not installed (Debian: apt-get install zookeeper)"}
     directory = tempfile.mkdtemp(prefix="bench-cluster-")
-    cluster = MinibrokerCluster(directory, 3, extra_args=_spec().minibroker_args or ())
+    cluster = MinibrokerCluster(directory, 3, extra_args=spec.minibroker_args or ())
     try:
         cluster.start()
         topic = f"{prefix}-repl-{size}-{uuid.uuid4().hex[:8]}"
@@ -538,6 +548,33 @@ def produce_replicated(p: Params, prefix: str, n: int, size: int) -> dict[str, A
     finally:
         cluster.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _produce_replicated_kafka(p: Params, prefix: str, n: int, size: int) -> dict[str, Any]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from benchmarks.kafka_cluster import kafka_cluster
+    from tests.kafka_jars import Unavailable
+
+    with contextlib.ExitStack() as stack:
+        try:
+            bootstrap, pids = stack.enter_context(kafka_cluster(3))
+        except Unavailable as exc:
+            return {"ok": False, "skipped": f"Kafka's jars cannot be had: {exc}"}
+        topic = f"{prefix}-repl-{size}-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, p.partitions, 3, config={"min.insync.replicas": "2"})],
+                            operation_timeout=60)[topic].result(60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # every partition with its three replicas in sync
+            found = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+            if found is not None and found.error is None and len(found.partitions) == p.partitions and all(
+                    len(part.isrs) == 3 and part.leader >= 0 for part in found.partitions.values()):
+                break
+            time.sleep(0.1)
+        with counting(pids):
+            result = _confluent_produce(bootstrap, topic, n, size, p.partitions)
+        return {**result, "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2}
 
 
 def latest_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
@@ -619,6 +656,21 @@ def memory(p: Params, prefix: str) -> dict[str, Any]:
             "kib_per_partition": round((with_partitions - before_partitions) / p.many_partitions, 2), "ok": True}
 
 
+def suite_cost(bootstrap: str, p: Params) -> dict[str, Any]:
+    """The test-suite rows (benchmarks/suite_cost.py): minibroker's fixture starts a broker per test, any other
+    broker is the one under test, reused."""
+    from benchmarks.suite_cost import suite_cost as run
+
+    return run(bootstrap, p.suite_tests, p.timeout, fresh_per_test=_spec().is_minibroker)
+
+
+def fetch_session_row(bootstrap: str, p: Params) -> dict[str, Any]:
+    """benchmarks/fetch_session_row.py with the broker under test's CPU."""
+    from benchmarks.fetch_session_row import fetch_sessions
+
+    return fetch_sessions(bootstrap, p.session_partitions, p.session_records, p.timeout, broker_cpu)
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -637,7 +689,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              "mb_per_s", "MB/s", True),
     # The same on three minibrokers: replication factor 3, min.insync.replicas=2 (issue 22).
     Scenario("produce_large_replicated", lambda b, p, x: produce_replicated(p, x, p.n_large, p.size_large),
-             "mb_per_s", "MB/s", True, minibroker_only=True),
+             "mb_per_s", "MB/s", True),
     Scenario("produce_idem_small", lambda b, p, x: produce(b, p, x, p.n_small, p.size_small, True),
              "msgs_per_s", "msg/s", True),
     Scenario("produce_idem_large", lambda b, p, x: produce(b, p, x, p.n_large, p.size_large, True),
@@ -665,6 +717,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              minibroker_only=True, also=(("restart_clean_served", "served_ms"),)),
     Scenario("restart_kill", lambda b, p, x: restart(p, x, signal.SIGKILL), "api_versions_ms", "ms", False,
              minibroker_only=True, also=(("restart_kill_served", "served_ms"),)),
+    # A user's test suite: per test, with a fresh fixture broker each (minibroker) or one reused broker (the
+    # others): a topic, the first message through a group, a transaction; and a test producing one message.
+    Scenario("suite_test", lambda b, p, x: suite_cost(b, p), "steps_ms", "ms", False,
+             also=(("suite_produce_test", "produce_ms"),)),
+    # A Java consumer over 1,000 partitions in a fetch session (KIP-227), a trickle of writes: the broker's CPU
+    # per fetch and the end-to-end latency.
+    Scenario("fetch_session_cpu", lambda b, p, x: fetch_session_row(b, p), "broker_cpu_ms_per_fetch", "ms", False,
+             also=(("fetch_session_latency_p50", "p50_ms"), ("fetch_session_latency_p99", "p99_ms"))),
     # What an idle connection and a partition cost in resident memory (each broker on a fresh one of its own).
     Scenario("rss_per_connection", lambda b, p, x: memory(p, x), "kib_per_connection", "KiB", False,
              also=(("rss_per_partition", "kib_per_partition"),)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,8 @@ from broker.log.flusher import GroupFlusher
 from broker.security.acl_store import AclStore
 from broker.security.acls import Authorizer, parse_super_users
 from broker.services.appends import AppendSignal
+from broker.services.cluster_view import ClusterView
 from broker.services.durability import Durability
-from broker.services.internal_topics import internal_topic
 from broker.services.producer_ids import ProducerIds
 from broker.services.retention import run_producer_expiration, run_retention
 from broker.services.single_node import SingleNode
@@ -35,13 +36,21 @@ from protocol.header import ErrorCode
 from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
+    from broker.cluster.replica_manager import ReplicaManager
+    from broker.cluster.zk_cluster import ZkCluster
     from broker.log.append import Appender
+    from broker.security.listener_security import ListenerSecurity
     from broker.security.scram_credentials import ScramCredentialStore
+    from broker.services.client_quotas import ClientQuotas
+    from broker.services.delegation_tokens import DelegationTokens
+    from broker.services.features import FeatureLevels
     from broker.services.groups import GroupService
     from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
     from broker.services.marker_writer import MarkerWriter
     from broker.services.transactions import TxnService
+
+log = logging.getLogger(__name__)
 
 
 class _Service(Protocol):
@@ -62,11 +71,11 @@ class Endpoint:
     bound_host: str = ""  # advertised when the listener has no advertised address of its own
     bound_port: int = 0
     # broker.security.listener_security.ListenerSecurity of an SSL or SASL listener; None: PLAINTEXT
-    security: Any = None
+    security: ListenerSecurity | None = None
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, versions: VersionProfile, cluster: Any = None) -> None:
+    def __init__(self, config: BrokerConfig, versions: VersionProfile, cluster: ZkCluster | None = None) -> None:
         """`cluster`: the broker's ZooKeeper-mode cluster (broker.cluster.zk_cluster.ZkCluster, already
         connected: it settled the broker id and cluster id); None for the embedded single broker."""
         config.validate()
@@ -92,11 +101,14 @@ class Broker:
                                         claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self._services: trio.Nursery | None = None
         # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper,
-        # whose replicas (leaders and followers) the replica manager keeps.
-        self.replicas: Any = None
+        # whose replicas (leaders and followers) the replica manager keeps; the controller's requests to this
+        # broker need those two (`zk_cluster`, `replicas`: None for a single broker).
+        self.zk_cluster = cluster
+        self.replicas: ReplicaManager | None = None
+        self.cluster: ClusterView
         if cluster is None:
-            self.cluster: Any = SingleNode(config.broker_id, self.topics, self.clock,
-                                           lambda: config.auto_create_topics, config.broker_rack)
+            self.cluster = SingleNode(config.broker_id, self.topics, self.clock, lambda: config.auto_create_topics,
+                                      config.broker_rack)
         else:
             from broker.cluster.replica_manager import ReplicaManager
 
@@ -124,7 +136,15 @@ class Broker:
         from broker.services.groups import GroupService
 
         return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appender,
-                                        self.internal_topic, per_partition=self.replicas is not None))
+                                        self.internal_topic, per_partition=self.cluster.replicated,
+                                        group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
+
+    @functools.cached_property
+    def fetch_sessions(self) -> Any:
+        """KIP-227: the fetch session cache (broker.services.fetch_sessions.FetchSessionCache)."""
+        from broker.services.fetch_sessions import FetchSessionCache
+
+        return FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots)
 
     @functools.cached_property
     def group_configs(self) -> Any:
@@ -155,22 +175,14 @@ class Broker:
     def txns(self) -> TxnService:
         from broker.services.transactions import TxnService
 
-        markers: Any = self.markers
-        if self.replicas is not None:  # markers go to each partition's leader, wherever it is
-            from broker.cluster.marker_channel import MarkerChannel
-
-            markers = MarkerChannel(self.node_id, self.topics, self.markers, self.cluster,
-                                    self.config.replica_socket_timeout_ms / 1000)
         return self._start(TxnService(self.config, self.topics, self.clock, self.durability, self.appender,
-                                      self.producer_ids, markers, self.internal_topic,
-                                      per_partition=self.replicas is not None))
+                                      self.producer_ids, self.cluster.transaction_markers(self.markers),
+                                      self.internal_topic, per_partition=self.cluster.replicated))
 
     def internal_topic(self, name: str) -> Topic | ErrorCode:
         """`__consumer_offsets` or `__transaction_state`, created on first use with Kafka's settings for it
         (in a cluster, through the controller: COORDINATOR_NOT_AVAILABLE until this broker knows it)."""
-        if self.replicas is not None:
-            return self.cluster.internal_topic(name)
-        return internal_topic(self.topics, name, self.clock.now_ms())
+        return self.cluster.internal_topic(name)
 
     def _topics_deleted(self, names: list[str]) -> None:
         """Topics gone from the cluster: the groups coordinated here forget their offsets."""
@@ -187,6 +199,44 @@ class Broker:
         from broker.services.log_cleaner import LogCleaner
 
         return LogCleaner(self.config, self.topics, self.clock)
+
+    @functools.cached_property
+    def client_quotas(self) -> ClientQuotas:
+        """Quotas of users, client ids and IPs (Alter/DescribeClientQuotas) and their enforcement: in the data
+        dir for a single broker, in ZooKeeper for a cluster (read by its config change follower)."""
+        from broker.services.client_quotas import ClientQuotas, FileQuotaStore, ZkQuotaStore
+
+        kraft = self.versions.since("4.0")
+        if self.replicas is None:
+            store: Any = FileQuotaStore(Path(self.config.data_dir) / "meta" / "client-quotas.json")
+        else:
+            store = ZkQuotaStore(self.cluster.zk, self.cluster.client_quotas_at_start)
+        quotas = ClientQuotas(store, kraft, self.config.quota_window_num, self.config.quota_window_size_seconds)
+        if self.replicas is not None:
+            self.cluster.on_quotas_changed = quotas.replace
+        return quotas
+
+    @functools.cached_property
+    def delegation_tokens(self) -> DelegationTokens:
+        """Delegation tokens (delegation.token.* settings): in the data dir for a single broker, in ZooKeeper's
+        /delegation_token for a cluster (read by its token change follower)."""
+        from broker.services.delegation_tokens import DelegationTokens, FileTokenStore, ZkTokenStore
+
+        if self.replicas is None:
+            store: Any = FileTokenStore(Path(self.config.data_dir) / "meta" / "delegation-tokens.json")
+        else:
+            store = ZkTokenStore(self.cluster.zk, self.cluster.delegation_tokens_at_start)
+        tokens = DelegationTokens(self.config.security, store)
+        if self.replicas is not None:
+            self.cluster.on_tokens_changed = tokens.replace
+        return tokens
+
+    @functools.cached_property
+    def features(self) -> FeatureLevels:
+        """The finalized feature levels (ApiVersions, UpdateFeatures; group.version turns KIP-848 on)."""
+        from broker.services.features import FeatureLevels
+
+        return FeatureLevels(self.versions, Path(self.config.data_dir) / "meta" / "features.json", self.node_id)
 
     @functools.cached_property
     def scram_credentials(self) -> ScramCredentialStore:
@@ -215,12 +265,23 @@ class Broker:
         nursery.start_soon(run_producer_expiration, self.topics, self.clock, self.config)
         if self.config.log_cleaner_enable:
             nursery.start_soon(self.log_cleaner.run)
+        if self.config.security.get("delegation.token.secret.key") or \
+                self.config.security.get("delegation.token.master.key"):
+            nursery.start_soon(self._expire_delegation_tokens)
+
+    async def _expire_delegation_tokens(self) -> None:
+        """Kafka's expireTokens task: every delegation.token.expiry.check.interval.ms, expired tokens go."""
+        tokens = self.delegation_tokens
+        while True:
+            await self.clock.sleep(tokens.check_interval_ms / 1000)
+            try:
+                await tokens.remove_expired(self.now_ms())
+            except Exception:  # ZooKeeper away: the next round tries again
+                log.exception("removing expired delegation tokens")
 
     def start_coordinators(self) -> None:
         _ = self.groups, self.txns  # first use starts them
-        from broker.config.kafka_versions import feature_level
-
-        if self.replicas is None and feature_level(self.versions.release, "share.version") > 0:
+        if not self.cluster.replicated and self.features.level("share.version") > 0:
             _ = self.share_partitions  # share groups: their state is loaded before the first ShareFetch
 
     def readvertise(self) -> None:
@@ -238,12 +299,13 @@ class Broker:
             partition.log.flush()
 
     def close(self) -> None:
-        self.flush_all()
-        self.topics.close()
+        if self.config.durable_stop:
+            self.flush_all()
+        self.topics.close(durable=self.config.durable_stop)
         self.block_store.close()
 
 
-def _block_store(config: BrokerConfig, data_dir: Path, cluster: Any) -> BlockStore:
+def _block_store(config: BrokerConfig, data_dir: Path, cluster: ZkCluster | None) -> BlockStore:
     if cluster is not None:
         from zk.store import SessionBlockStore
 

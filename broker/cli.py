@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 
 from broker.config import kafka_versions
-from broker.config.options import OPTIONS, BrokerConfig, Listener, advertise, parse_host_port, parse_listener
+from broker.config.options import (
+    CONSOLE_PORT,
+    OPTIONS,
+    BrokerConfig,
+    Listener,
+    advertise,
+    parse_host_port,
+    parse_listener,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema-registry", metavar="HOST:PORT",
                    help="serve a schema registry (Confluent Schema Registry's REST API, schemas stored in the "
                         "_schemas topic) here; off by default")
+    p.add_argument("--console", metavar="HOST:PORT",
+                   help="serve the web console (topics, messages, groups and their lag, transactions, the live "
+                        "protocol trace) here (port default 8080); off by default. Bound to anything but loopback "
+                        "it needs --console-password-file")
+    p.add_argument("--console-password-file", metavar="FILE",
+                   help="the console's password (the file's first line): asked at a login form (or HTTP Basic)")
     p.add_argument("--trace", metavar="FILE",
                    help="write a decoded protocol trace (one JSON line per request and response) to FILE")
     p.add_argument("--kafka-version", metavar="RELEASE",
@@ -100,6 +114,11 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     if args.schema_registry is not None:
         parse_host_port(args.schema_registry, default_port=8081)  # refuse a malformed address now
         config.schema_registry = args.schema_registry
+    if args.console is not None:
+        parse_host_port(args.console, default_port=CONSOLE_PORT)  # refuse a malformed address now
+        config.console = args.console
+    if args.console_password_file is not None:
+        config.console_password_file = str(args.console_password_file)
     config.validate()
     return config
 

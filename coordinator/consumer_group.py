@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any
 
 from coordinator.assignors import Assignment, SubscriptionType
+from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType
 
 EVENTS_KEPT = 100
@@ -126,6 +127,8 @@ class ConsumerGroup:
         self.subscribed_regexes: Counter[str] = Counter()
         self.resolved_regexes: dict[str, ResolvedRegex] = {}
         self.subscription_type = SubscriptionType.HOMOGENEOUS
+        # When the target assignment was last computed (not a record: after a load the next one is at once).
+        self.last_assignment_ms: int | None = None
         # The metadata hash is recomputed when this passes (Kafka's metadataRefreshDeadline): a topic the group
         # subscribes to changed.
         self.metadata_refresh_deadline_ms = 0
@@ -215,6 +218,34 @@ class ConsumerGroup:
         if new is not None and new.server_assignor is not None:
             counts[new.server_assignor] += 1
         return +counts
+
+    # -- the member epoch checks of offset commits and fetches --------------------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               transactional: bool, api_version: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        if member_epoch < 0 and not self.members:
+            return ErrorCode.NONE
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return ErrorCode.NONE
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetFetch."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.NONE
+        member = self.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     # -- replay: the only way the group changes ----------------------------------------------------------
     def update_member(self, new: ConsumerGroupMember, now_ms: int) -> None:

@@ -1,7 +1,8 @@
 """Kafka 4.1's KIP-848 consumer group protocol as pure logic: ConsumerGroupHeartbeat (join, heartbeat, leave,
-static members), server-side target assignment and the member reconciliation that revokes a partition
-before another member gets it, regular expression subscriptions, session and rebalance timeouts,
-ConsumerGroupDescribe, and the member epoch checks of OffsetCommit/OffsetFetch.
+static members), session and rebalance timeouts, ConsumerGroupDescribe, and the member epoch checks of
+OffsetCommit/OffsetFetch. Beside it: the target assignment and each member's reconciliation towards it
+(coordinator/consumer_assignment.py), regular expression subscriptions (consumer_group_regex.py), and the
+conversion of an empty classic group (group_conversion.py).
 
 Follows GroupMetadataManager.consumerGroupHeartbeat and its helpers (4.1): every change is a list of records
 computed from the group as it is; the records are written to `__consumer_offsets` through the injected store,
@@ -16,18 +17,14 @@ import logging
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from coordinator.assignors import (
-    ASSIGNORS,
-    DEFAULT_ASSIGNOR,
     Assignment,
-    GroupSpec,
-    MemberSpec,
-    PartitionAssignorError,
     SubscriptionType,
 )
+from coordinator.consumer_assignment import next_assignment, target_assignment
 from coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -36,23 +33,23 @@ from coordinator.consumer_group import (
     ConsumerGroupState,
     GroupRecord,
     MemberState,
-    ResolvedRegex,
     SubscriptionCount,
     current_assignment_record,
     epoch_record,
     group_tombstones,
     member_subscription_record,
     member_tombstones,
-    regex_record,
     replay,
     subscription_type,
     target_assignment_record,
     target_epoch_record,
     tombstone,
 )
-from coordinator.group_coordinator import StoreError
+from coordinator.consumer_group_describe import DescribedGroup, describe_groups
+from coordinator.consumer_group_regex import regex_update, resolve_regexes
+from coordinator.group_conversion import consumer_group_for
+from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
 from coordinator.timers import KeyedTimers
-from coordinator.topic_regex import InvalidRegex, compile_regex, matching_topics
 from protocol.group_records import GroupKey, encode_key
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record
@@ -67,22 +64,6 @@ METADATA_REFRESH_INTERVAL_MS = 2**31 - 1  # Kafka 4.1: refreshed on topic change
 _CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 
-class TopicsView(Protocol):
-    """What the coordinator needs to know of the cluster's topics (Kafka's metadata image)."""
-
-    def topic_id(self, name: str) -> uuid.UUID | None: ...
-
-    def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
-
-    def partition_count(self, topic_id: uuid.UUID) -> int: ...  # -1 when unknown
-
-    def topic_names(self) -> list[str]: ...
-
-
-class RecordStore(Protocol):
-    def write(self, group_id: str, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupConfig:
     session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
@@ -91,15 +72,15 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors, the first is the default
     migration_policy: str = "bidirectional"  # group.consumer.migration.policy
     regex_refresh_interval_ms: int = 600_000  # group.consumer.regex.refresh.interval.ms
-
-
-class GroupError(Exception):
-    """An ApiException of Kafka's coordinator: the error code and message of the response."""
-
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or error.name)
-        self.error = error
-        self.message = message
+    # Kafka 4.3+: a new group starts at epoch 1 with an empty target assignment, so its first computed
+    # assignment is epoch 2 (KAFKA-20268); and a group's target assignment is computed at most every
+    # group.consumer.assignment.interval.ms: a change meanwhile bumps the group epoch and waits (the group is
+    # Assigning) until the interval has passed. 0 and 0: at once from epoch 1, as 4.2 and older.
+    initial_epoch: int = 0
+    assignment_interval_ms: int = 0
+    # Kafka 4.4: the last member leaving brings the empty target assignment up to the group epoch (KAFKA-20442),
+    # and the next member to join is assigned at once.
+    empty_assignment_on_leave: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,27 +93,10 @@ class HeartbeatResult:
     assignment: Assignment | None = None  # None: not sent (unchanged)
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedMember:
-    member: ConsumerGroupMember
-    target: Assignment
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedGroup:
-    group_id: str
-    error: ErrorCode = ErrorCode.NONE
-    message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor: str = ""
-    members: list[DescribedMember] = field(default_factory=list)
-
-
 # Timer keys: (kind, group id, member id)
 _SESSION = "session"
 _REBALANCE = "rebalance"
+_ASSIGN = "assign"  # a group's batched target assignment (Kafka 4.3+)
 
 
 def _topic_partitions(entries: Iterable[Mapping[str, object]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
@@ -291,24 +255,21 @@ class ConsumerGroupCoordinator:
         if group is not None:
             return group
         other = self.other_group_type(group_id) if self.other_group_type is not None else None
-        if other is None or other == "simple":
-            if not create:
-                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            return ConsumerGroup(group_id, now_ms)
-        if other == "classic-empty" and create:
-            # An empty classic group becomes a consumer group: its metadata goes, its offsets stay.
-            records.append((GroupRecordType.GROUP_METADATA, {"group_id": group_id}, None))
-            log.info("[GroupId %s] Converted the empty classic group to a consumer group.", group_id)
-            return ConsumerGroup(group_id, now_ms)
-        if other.startswith("classic") and create:
-            if self.config.migration_policy not in ("bidirectional", "upgrade"):
-                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to "
-                                 "consumer group because online upgrade is disabled.")
-            # Online upgrade of a classic group with members needs classic members in a consumer group
-            # (KIP-848 mixed membership), which this coordinator does not implement.
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer "
-                             "group while it has members: the online upgrade is not supported by this broker.")
-        raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        group = consumer_group_for(group_id, other, create, self.config.migration_policy, records, now_ms)
+        if self.config.initial_epoch:  # in memory only: the first member's join writes the next epoch
+            group.set_epochs(now_ms, group_epoch=self.config.initial_epoch,
+                             assignment_epoch=self.config.initial_epoch)
+        return group
+
+    def _assign_now(self, group: ConsumerGroup, now_ms: int) -> bool:
+        """Whether the target assignment may be computed now (else when the interval since the last one has
+        passed, by a timer)."""
+        interval = self.config.assignment_interval_ms
+        last = group.last_assignment_ms
+        if interval <= 0 or last is None or now_ms - last >= interval:
+            return True
+        self.timers.schedule((_ASSIGN, group.group_id, ""), last + interval)
+        return False
 
     def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                    rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None, regex: str | None,
@@ -316,6 +277,7 @@ class ConsumerGroupCoordinator:
                    client_host: str, now_ms: int) -> HeartbeatResult:
         records: list[GroupRecord] = []
         create = member_epoch == 0
+        new_group = group_id not in self.groups
         group = self._group_for_heartbeat(group_id, create, records, now_ms)
         if len(group.members) >= self.config.max_size and (not member_id or member_id not in group.members):
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
@@ -336,12 +298,14 @@ class ConsumerGroupCoordinator:
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
             client_id=client_id, client_host=client_host)
 
-        bump = group.group_epoch == 0
+        bump = group.group_epoch == 0 or new_group
         if not updated.subscription_equals(member) or member_id not in group.members:
             records.append(member_subscription_record(group_id, updated))
             if updated.subscribed_topic_names != member.subscribed_topic_names:
                 bump = True
-        regex_bump, refresh = self._regex_update(group, member, updated, records, now_ms)
+        regex_bump, refresh = regex_update(group, member, updated, records, now_ms,
+                                           refresh_interval_ms=self.config.regex_refresh_interval_ms,
+                                           version_with_new_topics=self.version_with_new_topics)
         bump |= regex_bump
 
         group_epoch = group.group_epoch
@@ -349,8 +313,10 @@ class ConsumerGroupCoordinator:
         if bump or group.metadata_expired(now_ms):
             group_epoch, sub_type = self._update_subscription_metadata(group, bump, member, updated, records, now_ms)
 
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, member, updated, sub_type, records)
+        assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
+        if assigned:
+            target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
+                                       self.config.assignors[0])
             target_epoch = group_epoch
         else:
             target_epoch = group.assignment_epoch
@@ -358,6 +324,8 @@ class ConsumerGroupCoordinator:
 
         reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
         self._commit(group_id, records, now_ms)
+        if assigned:  # (a new group exists once its records are replayed)
+            self.groups[group_id].last_assignment_ms = now_ms
         self._after_reconcile(group_id, updated if reconciled is None else reconciled, reconciled is not None,
                               now_ms)
         final = reconciled if reconciled is not None else updated
@@ -434,61 +402,15 @@ class ConsumerGroupCoordinator:
                                  f"epoch ({received}) than the one known by the group coordinator "
                                  f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
 
-    # -- regular expressions ------------------------------------------------------------------
-    def _regex_update(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                      records: list[GroupRecord], now_ms: int) -> tuple[bool, bool]:
-        """Kafka's maybeUpdateRegularExpressions: (bump the group epoch, refresh the regexes after this)."""
-        old, new = member.subscribed_topic_regex or None, updated.subscribed_topic_regex or None
-        bump = refresh = False
-        if old != new:
-            if old is not None and group.num_subscribed_members(old) == 1:
-                records.append(tombstone(GroupRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, group.group_id,
-                                         regular_expression=old))
-            if new is not None:
-                if group.num_subscribed_members(new) == 0:
-                    try:
-                        compile_regex(new)
-                    except InvalidRegex as exc:
-                        raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
-                    refresh = True
-                else:
-                    bump = new in group.resolved_regexes
-            elif old is not None:
-                bump = True
-        if not refresh and not group.subscribed_regexes:
-            return bump, False
-        last = max((r.timestamp_ms for r in group.resolved_regexes.values()), default=-(2**63))
-        if now_ms <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
-            return bump, False
-        regexes = group.subscribed_regexes_after(member, updated)
-        refresh |= len(regexes) != len(group.resolved_regexes)
-        version = max((r.version for r in group.resolved_regexes.values()), default=0)
-        refresh |= version < self.version_with_new_topics
-        refresh |= now_ms > last + self.config.regex_refresh_interval_ms
-        return bump, refresh and bool(regexes)
-
+    # -- regular expressions (their resolution: coordinator/consumer_group_regex.py) ----------
     def _refresh_regexes(self, group_id: str, now_ms: int) -> None:
         """Resolve the group's regexes against the topics (Kafka does it in its executor, then
         handleRegularExpressionsResult); a change of the topics they match bumps the group epoch."""
         group = self.groups.get(group_id)
         if group is None:
             return
-        names = self.topics.topic_names()
-        records: list[GroupRecord] = []
-        bump = False
-        subscribed = group.subscribed_topics_after(None, None)
-        for regex in list(group.subscribed_regexes):
-            resolved = ResolvedRegex(matching_topics(regex, names), self.topics_version, now_ms)
-            old = group.resolved_regexes.get(regex)
-            old_topics = old.topics if old is not None else frozenset()
-            if old_topics != resolved.topics:
-                bump = True
-                for name in old_topics:
-                    subscribed[name].by_regex -= 1
-                for name in resolved.topics:
-                    subscribed.setdefault(name, SubscriptionCount()).by_regex += 1
-            records.append(regex_record(group_id, regex, resolved))
-        metadata_hash = self._metadata_hash({n: c for n, c in subscribed.items() if c.by_name > 0 or c.by_regex > 0})
+        records, bump, subscribed = resolve_regexes(group, self.topics.topic_names(), self.topics_version, now_ms)
+        metadata_hash = self._metadata_hash(subscribed)
         if bump or metadata_hash != group.metadata_hash:
             records.append(epoch_record(group_id, group.group_epoch + 1, metadata_hash))
             self.rebalances += 1
@@ -500,7 +422,7 @@ class ConsumerGroupCoordinator:
         group.metadata_refresh_deadline_ms = now_ms + METADATA_REFRESH_INTERVAL_MS
         group.metadata_refresh_epoch = group.group_epoch
 
-    # -- subscription metadata and target assignment -------------------------------------------
+    # -- subscription metadata (the target assignment: coordinator/consumer_assignment.py) ------
     def _update_subscription_metadata(self, group: ConsumerGroup, bump: bool, member: ConsumerGroupMember,
                                       updated: ConsumerGroupMember, records: list[GroupRecord],
                                       now_ms: int) -> tuple[int, SubscriptionType]:
@@ -525,46 +447,7 @@ class ConsumerGroupCoordinator:
             records.append(tombstone(GroupRecordType.CONSUMER_GROUP_PARTITION_METADATA, group.group_id))
         return epoch, sub_type
 
-    def _member_spec(self, group: ConsumerGroup, member: ConsumerGroupMember, assignment: Assignment) -> MemberSpec:
-        names = set(member.subscribed_topic_names)
-        regex = member.subscribed_topic_regex
-        if regex:
-            resolved = group.resolved_regexes.get(regex)
-            if resolved is not None:
-                names |= resolved.topics
-        ids = frozenset(tid for tid in (self.topics.topic_id(n) for n in names) if tid is not None)
-        return MemberSpec(ids, assignment, member.instance_id, member.rack_id)
-
-    def _update_target_assignment(self, group: ConsumerGroup, epoch: int, member: ConsumerGroupMember,
-                                  updated: ConsumerGroupMember, sub_type: SubscriptionType,
-                                  records: list[GroupRecord]) -> Assignment:
-        counts = group.assignors_after(member if member.member_id in group.members else None, updated)
-        name = group.preferred_assignor(counts) or self.config.assignors[0] or DEFAULT_ASSIGNOR
-        specs = {mid: self._member_spec(group, m, group.target_assignment.get(mid, {}))
-                 for mid, m in group.members.items()}
-        assignment = group.target_assignment.get(updated.member_id, {})
-        previous = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
-        if previous is not None and previous != updated.member_id:
-            assignment = group.target_assignment.get(previous, {})
-            specs.pop(previous, None)
-        specs[updated.member_id] = self._member_spec(group, updated, assignment)
-        spec = GroupSpec(specs, sub_type, {k: v for k, v in group.partition_owners.items() if v in specs})
-        try:
-            result = ASSIGNORS[name].assign(spec, self.topics.partition_count)
-        except PartitionAssignorError as exc:
-            raise GroupError(ErrorCode.UNKNOWN_SERVER_ERROR,
-                             f"Failed to compute a new target assignment for epoch {epoch}: {exc}") from None
-        for mid in specs:
-            new = {tid: frozenset(parts) for tid, parts in result.get(mid, {}).items() if parts}
-            old = group.target_assignment.get(mid)
-            if old is None or dict(old) != new:
-                records.append(target_assignment_record(group.group_id, mid, new))
-        records.append(target_epoch_record(group.group_id, epoch))
-        log.info("[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
-                 group.group_id, epoch, name)
-        return {tid: frozenset(parts) for tid, parts in result.get(updated.member_id, {}).items() if parts}
-
-    # -- reconciliation (Kafka's CurrentAssignmentBuilder) ---------------------------------------
+    # -- reconciliation (Kafka's CurrentAssignmentBuilder: coordinator/consumer_assignment.py) --
     def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int,
                          target: Assignment, owned: dict[uuid.UUID, frozenset[int]] | None,
                          records: list[GroupRecord]) -> ConsumerGroupMember | None:
@@ -637,8 +520,13 @@ class ConsumerGroupCoordinator:
                     for r in deleted]
         subscribed = group.subscribed_topics_without(members, deleted)
         records.append(epoch_record(gid, group.group_epoch + 1, self._metadata_hash(subscribed)))
+        empty = len(members) == len(group.members)
+        if empty and self.config.empty_assignment_on_leave:
+            records.append(target_epoch_record(gid, group.group_epoch + 1))
         self.rebalances += 1
         self._commit(gid, records, now_ms)
+        if empty and self.config.empty_assignment_on_leave:
+            group.last_assignment_ms = None
         for member in members:
             self._cancel_timers(gid, member.member_id)
 
@@ -671,10 +559,30 @@ class ConsumerGroupCoordinator:
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
 
+    def _assign_by_timer(self, group_id: str, now_ms: int) -> None:
+        """The batched target assignment of a group whose epoch moved on since the last one (Kafka 4.3+): its
+        members reconcile towards it at their next heartbeats."""
+        group = self.groups.get(group_id)
+        if group is None or group.group_epoch <= group.assignment_epoch or not group.members:
+            return
+        member = next(iter(group.members.values()))
+        records: list[GroupRecord] = []
+        try:
+            target_assignment(group, group.group_epoch, member, member, group.subscription_type, records,
+                              self.topics, self.config.assignors[0])
+            self._commit(group_id, records, now_ms)
+        except (GroupError, StoreError) as exc:
+            log.error("group %s: the target assignment failed: %s; trying again later", group_id, exc)
+            self.timers.schedule((_ASSIGN, group_id, ""), now_ms + 1_000)
+            return
+        group.last_assignment_ms = now_ms
+
     def tick(self, now_ms: int) -> None:
         while (key := self.timers.pop_expired(now_ms)) is not None:
             kind, group_id, member_id = key
-            if kind == _SESSION:
+            if kind == _ASSIGN:
+                self._assign_by_timer(group_id, now_ms)
+            elif kind == _SESSION:
                 self._fence_by_timer(group_id, member_id, "the member session expired", now_ms)
             else:
                 epoch = self._rebalance_epochs.pop((group_id, member_id), None)
@@ -684,24 +592,9 @@ class ConsumerGroupCoordinator:
                     self._fence_by_timer(group_id, member_id, f"it failed to transition from epoch {epoch} "
                                          f"within {member.rebalance_timeout_ms}ms", now_ms)
 
-    # == describe, list, delete ==================================================================
+    # == describe, delete ======================================================================
     def describe(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
-        out = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                other = self.other_group_type(group_id) if self.other_group_type is not None else None
-                message = f"Group {group_id} is not a consumer group." if other not in (None, "simple") \
-                    else f"Group {group_id} not found."
-                out.append(DescribedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
-                continue
-            out.append(DescribedGroup(
-                group_id, state=group.state.value, group_epoch=group.group_epoch,
-                assignment_epoch=group.assignment_epoch,
-                assignor=group.preferred_assignor() or self.config.assignors[0],
-                members=[DescribedMember(m, group.target_assignment.get(mid, {}))
-                         for mid, m in group.members.items()]))
-        return out
+        return describe_groups(self.groups, group_ids, self.other_group_type, self.config.assignors[0])
 
     def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
         """The group's records (DeleteGroups on an Empty consumer group; its offsets are the caller's)."""
@@ -716,92 +609,17 @@ class ConsumerGroupCoordinator:
             return exc.error
         return ErrorCode.NONE
 
-    # == offsets: the member epoch checks ========================================================
+    # == offsets: the member epoch checks (ConsumerGroup's) ============================================
     def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
                                transactional: bool, api_version: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit; NONE when the group is not a consumer group."""
+        """NONE when the group is not a consumer group."""
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE
-        if member_epoch < 0 and not group.members:
-            return ErrorCode.NONE
-        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
-            return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return group.validate_offset_commit(member_id, instance_id, member_epoch, transactional, api_version)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         group = self.groups.get(group_id)
-        if group is None or (member_id is None and member_epoch < 0):
-            return ErrorCode.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return ErrorCode.NONE if group is None else group.validate_offset_fetch(member_id, member_epoch)
 
 
-def next_assignment(member: ConsumerGroupMember, target_epoch: int, target: Assignment,
-                    partition_epoch: Callable[[uuid.UUID, int], int],
-                    owned: Mapping[uuid.UUID, frozenset[int]] | None) -> ConsumerGroupMember:
-    """Kafka's CurrentAssignmentBuilder.build: the member's next step towards its target. Partitions it must
-    give up are revoked first (it stays in its epoch, UNREVOKED_PARTITIONS, until it reports them gone);
-    partitions another member still owns are not given yet (UNRELEASED_PARTITIONS)."""
-    def owns_any(revoking: Mapping[uuid.UUID, frozenset[int]]) -> bool:
-        if owned is None:
-            return True
-        return any(parts & revoking.get(topic_id, frozenset()) for topic_id, parts in owned.items())
-
-    def compute(epoch: int, assigned: Mapping[uuid.UUID, frozenset[int]]) -> ConsumerGroupMember:
-        unreleased = False
-        new_assigned: dict[uuid.UUID, frozenset[int]] = {}
-        revoking: dict[uuid.UUID, frozenset[int]] = {}
-        pending: dict[uuid.UUID, frozenset[int]] = {}
-        for topic_id in set(target) | set(assigned):
-            want = target.get(topic_id, frozenset())
-            have = assigned.get(topic_id, frozenset())
-            keep = have & want
-            revoke = have - keep
-            mine = member.partitions_pending_revocation.get(topic_id, frozenset())
-            add = set()
-            for partition in want - keep:
-                if partition_epoch(topic_id, partition) != -1 and partition not in mine:
-                    unreleased = True
-                else:
-                    add.add(partition)
-            if keep:
-                new_assigned[topic_id] = keep
-            if revoke:
-                revoking[topic_id] = revoke
-            if add:
-                pending[topic_id] = frozenset(add)
-        if revoking and owns_any(revoking):
-            return member.replace(state=MemberState.UNREVOKED_PARTITIONS, assigned_partitions=new_assigned,
-                                  partitions_pending_revocation=revoking).with_epoch(epoch)
-        for topic_id, parts in pending.items():
-            new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | parts
-        state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-        return member.replace(state=state, assigned_partitions=new_assigned,
-                              partitions_pending_revocation={}).with_epoch(target_epoch)
-
-    if member.state is MemberState.STABLE:
-        if member.member_epoch != target_epoch:
-            return compute(member.member_epoch, member.assigned_partitions)
-        return member
-    if member.state is MemberState.UNREVOKED_PARTITIONS:
-        if owns_any(member.partitions_pending_revocation):
-            return member
-        return compute(member.member_epoch + 1, member.assigned_partitions)
-    if member.state is MemberState.UNRELEASED_PARTITIONS:
-        return compute(member.member_epoch, member.assigned_partitions)
-    if owned is None or owned:
-        raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
-                         "The member must abandon all its partitions and rejoin.")
-    return compute(target_epoch, member.assigned_partitions)

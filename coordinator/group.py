@@ -1,18 +1,33 @@
 """A classic consumer group: its state machine, members and committed offsets (Kafka's GroupMetadata /
-ClassicGroup). Pure data and rules; the coordinator (coordinator/group_coordinator.py) drives it."""
+ClassicGroup), its GroupMetadata record, and the limits of the classic group coordinator (GroupConfig). Pure
+data and rules; coordinator/group_metadata_manager.py and offset_metadata_manager.py drive it."""
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from protocol.group_records import OffsetValue
+from protocol.consumer_protocol import SubscriptionError, subscription_topics
+from protocol.group_records import GroupValue, MemberValue, OffsetValue
 from protocol.header import ErrorCode
 
 EVENTS_KEPT = 100  # per group, for the introspection timeline
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    min_session_timeout_ms: int = 6_000
+    max_session_timeout_ms: int = 1_800_000
+    # Kafka's default is 3000; 0 lets a lone consumer (tests, laptops) start at once (the manual).
+    initial_rebalance_delay_ms: int = 0
+    max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offset_metadata_max_bytes: int = 4096
+    # A new member's JoinGroup cannot be answered by heartbeats; it expires on its own (Kafka's 5 min).
+    new_member_join_timeout_ms: int = 300_000
 
 
 class GroupState(Enum):
@@ -66,6 +81,32 @@ class SyncResult:
 
 JoinCallback = Callable[[JoinResult], None]
 SyncCallback = Callable[[SyncResult], None]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
 
 
 @dataclass(slots=True, eq=False)
@@ -302,6 +343,57 @@ class Group:
             raise IllegalTransitionError(f"group {self.group_id} has no protocol in {self.state.value}")
         return [(m.member_id, m.group_instance_id, m.metadata(protocol)) for m in self.members.values()]
 
+    def consumer_subscriptions(self) -> frozenset[str] | None:
+        """The topics its members subscribe to, from their metadata of the selected protocol (None: not a
+        consumer group, or a subscription that does not parse)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or not self.members:
+            return None
+        protocol = self.select_protocol()
+        topics: set[str] = set()
+        try:
+            for member in self.members.values():
+                topics.update(subscription_topics(member.metadata(protocol)))
+        except SubscriptionError:
+            return None
+        return frozenset(topics)
+
     def is_subscribed_to(self, topic: str) -> bool:
         # When the subscriptions are unknown, assume subscribed: it is the safe answer (Kafka's).
         return self.subscribed_topics is None or topic in self.subscribed_topics
+
+    # -- what DescribeGroups and ListGroups show ---------------------------------------------------------
+    def summary(self) -> GroupDescription:
+        """Member metadata and assignments only once they are settled (Kafka's GroupMetadata.summary)."""
+        stable = self.is_in(GroupState.STABLE)
+        protocol = self.protocol_name if stable and self.protocol_name else ""
+        members = [MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                     m.metadata(protocol) if stable else b"", m.assignment if stable else b"")
+                   for m in self.members.values()]
+        return GroupDescription(self.group_id, self.state.value, self.protocol_type or "", protocol, members)
+
+    def overview(self) -> GroupListing:
+        return GroupListing(self.group_id, self.protocol_type or "", self.state.value)
+
+    # -- the GroupMetadata record ----------------------------------------------------------------------
+    def metadata_value(self, assignment: Mapping[str, bytes]) -> GroupValue:
+        protocol = self.protocol_name
+        return GroupValue(
+            protocol_type=self.protocol_type or "", generation=self.generation_id, protocol=protocol,
+            leader=self.leader_id, current_state_timestamp=self.state_timestamp_ms,
+            members=[MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.rebalance_timeout_ms, m.session_timeout_ms,
+                                 m.metadata(protocol) if protocol else b"", assignment.get(m.member_id, b""))
+                     for m in self.members.values()])
+
+    @classmethod
+    def from_record(cls, group_id: str, value: GroupValue) -> Group:
+        """The group its last GroupMetadata record describes (Kafka's ClassicGroup.fromRecord)."""
+        group = cls(group_id, state=GroupState.STABLE if value.members else GroupState.EMPTY,
+                    state_timestamp_ms=value.current_state_timestamp, generation_id=value.generation,
+                    protocol_type=value.protocol_type or None, protocol_name=value.protocol, leader_id=value.leader)
+        for mv in value.members:
+            protocols = [(value.protocol, mv.subscription)] if value.protocol else []
+            group.add(Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host, mv.rebalance_timeout,
+                             mv.session_timeout, value.protocol_type, protocols, assignment=mv.assignment), None)
+        group.leader_id = value.leader if value.leader in group.members else group.leader_id
+        return group

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from coordinator.assignors import Assignment, GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType
-from coordinator.consumer_group_coordinator import GroupError, RecordStore, TopicsView
-from coordinator.group_coordinator import StoreError
+from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
 from coordinator.timers import KeyedTimers
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record
@@ -392,6 +391,23 @@ class ShareGroupCoordinator:
                 self.timers.schedule(key, now_ms + 1_000)
 
     # == admin ===================================================================================
+    def create_empty(self, group_id: str, epoch: int, now_ms: int) -> ErrorCode:
+        """AlterShareGroupOffsets of a group that does not exist yet: Kafka creates it empty (at epoch 0 in
+        4.2, 1 in 4.4), so that its share-partition state can be set before any member joins."""
+        if group_id in self.groups:
+            return ErrorCode.NONE
+        other = self.other_group_type(group_id) if self.other_group_type is not None else None
+        if other not in (None, "simple"):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        group = ShareGroup(group_id)
+        try:
+            self._store_epoch(group, epoch, now_ms)
+        except StoreError as exc:
+            return exc.error
+        group.group_epoch = group.assignment_epoch = epoch
+        self.groups[group_id] = group
+        return ErrorCode.NONE
+
     def delete_group(self, group_id: str, now_ms: int) -> ErrorCode:
         group = self.groups.get(group_id)
         if group is None:

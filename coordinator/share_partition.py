@@ -13,7 +13,7 @@ ShareSnapshot value) and reads records from the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -99,12 +99,17 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.in_flight: dict[int, InFlight] = {}  # offsets in [start_offset, end_offset) not done yet
+        # The start offset Kafka's persister holds, which DescribeShareGroupOffsets reports: -1 until the
+        # first state write (acknowledgement, release, lock expiry), then the start offset from before each
+        # write's change (Kafka moves its start offset once the write is done, so the next write carries it).
+        self.persisted_start = -1
 
     # -- state --------------------------------------------------------------------------------------------
     @classmethod
     def from_snapshot(cls, start_offset: int, batches: Iterable[StateBatch], **config: int) -> SharePartition:
         """Rebuild from the persisted state: what was acquired is offered again (locks do not survive)."""
         partition = cls(start_offset, **config)
+        partition.persisted_start = start_offset
         for batch in batches:
             for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
                 state = RecordState.AVAILABLE if batch.state is RecordState.ACQUIRED else batch.state
@@ -136,6 +141,11 @@ class SharePartition:
         self.end_offset = max(self.end_offset, offset)
         self._advance_start()
 
+    def alter_start(self, offset: int) -> None:
+        """AlterShareGroupOffsets: the new start offset, written as it is."""
+        self.reset_start(offset)
+        self.persisted_start = offset
+
     # -- ShareFetch ---------------------------------------------------------------------------------------
     def next_fetch_offset(self) -> int:
         """Where the next fetch reads the log from: the first record offered again, else the end offset."""
@@ -143,19 +153,24 @@ class SharePartition:
         return min(available, default=self.end_offset)
 
     def acquire(self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int,
-                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRange]:
+                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED,
+                aborted: Collection[int] = ()) -> list[AcquiredRange]:
         """Hand records to a member from `batches`, the (first, last) offsets of the log's batches read from
         `next_fetch_offset()` (below the high watermark), so that every acquired offset comes with its
         batch: available in-flight records (redeliveries) and new ones, within the in-flight limit.
         BATCH_OPTIMIZED takes whole batches until `max_records` is reached (the last batch may pass it, as
         Kafka's SharePartition does); RECORD_LIMIT stops at `max_records` exactly (KIP-1206). Offsets
         between batches that the log no longer has (compaction) go with the next batch: the client
-        acknowledges them as gaps."""
+        acknowledges them as gaps. `aborted`: the first offsets of batches of aborted transactions (under
+        share.isolation.level=read_committed), whose records are archived, never delivered."""
         acquired: list[int] = []
         per_record = mode is ShareAcquireMode.RECORD_LIMIT
         for first, last in batches:
             if len(acquired) >= max_records:
                 break
+            if first in aborted:
+                self._archive_unread(first, last)
+                continue
             for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
                 if offset >= self.end_offset:
                     if len(self.in_flight) >= self.max_in_flight:
@@ -182,6 +197,18 @@ class SharePartition:
                 ranges.append(AcquiredRange(offset, offset, record.delivery_count))
         return ranges
 
+    def _archive_unread(self, first: int, last: int) -> None:
+        """The records of [first, last] nobody holds are archived (an aborted transaction's), and offsets before
+        it that the log no longer has."""
+        for offset in range(min(max(first, self.start_offset), self.end_offset), last + 1):
+            if offset >= self.end_offset:
+                self.in_flight[offset] = InFlight()
+                self.end_offset = offset + 1
+            record = self.in_flight.get(offset)
+            if record is not None and record.state is RecordState.AVAILABLE:
+                self._finish(record, RecordState.ARCHIVED)
+        self._advance_start()
+
     # -- ShareAcknowledge (and the acknowledgements piggybacked on ShareFetch) ---------------------------------
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int, types: Sequence[AcknowledgeType],
                     now_ms: int = 0) -> ErrorCode:
@@ -203,6 +230,7 @@ class SharePartition:
                 if offset < self.start_offset or record is None or record.state is not RecordState.ACQUIRED \
                         or record.member_id != member_id:
                     return ErrorCode.INVALID_RECORD_STATE
+        self.persisted_start = self.start_offset
         for first_offset, last_offset, types in batches:
             for i, offset in enumerate(range(first_offset, last_offset + 1)):
                 kind = types[0] if len(types) == 1 else types[i]
@@ -221,11 +249,14 @@ class SharePartition:
     def release_member(self, member_id: str) -> int:
         """The member left (or its share session closed): its acquired records are offered again."""
         released = 0
+        start = self.start_offset
         for record in self.in_flight.values():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._release(record)
                 released += 1
-        self._advance_start()
+        if released:
+            self.persisted_start = start
+            self._advance_start()
         return released
 
     # -- timers ---------------------------------------------------------------------------------------------
@@ -236,11 +267,13 @@ class SharePartition:
     def expire_locks(self, now_ms: int) -> int:
         """Acquisition locks past their deadline: the records are offered again (or archived at the limit)."""
         expired = 0
+        start = self.start_offset
         for record in self.in_flight.values():
             if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
                 self._release(record)
                 expired += 1
         if expired:
+            self.persisted_start = start
             self._advance_start()
         return expired
 
@@ -270,7 +303,10 @@ class SharePartition:
             out[record.state.name] += 1
         return out
 
-    @property
-    def lag(self) -> int:
-        """Records below the end offset still to be delivered or acknowledged."""
-        return sum(1 for r in self.in_flight.values() if r.state in (RecordState.AVAILABLE, RecordState.ACQUIRED))
+    def lag(self, high_watermark: int) -> int:
+        """KIP-1226's lag: the records from the start offset to the high watermark not yet acknowledged or
+        archived (in flight or never acquired); -1 before the first state write, as Kafka reports it."""
+        if self.persisted_start < 0:
+            return -1
+        done = sum(1 for r in self.in_flight.values() if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+        return max(high_watermark - self.start_offset - done, 0)

@@ -14,7 +14,7 @@ from enum import IntEnum
 from functools import cache
 from typing import TYPE_CHECKING
 
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, DecodeLimits
 
 if TYPE_CHECKING:
     from protocol.schema import MessageSpec
@@ -114,6 +114,8 @@ class ApiKey(IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
 
 
 class ErrorCode(IntEnum):
@@ -252,6 +254,8 @@ class ErrorCode(IntEnum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
     SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
 
 
 _HEADER = struct.Struct(">hhih")
@@ -280,16 +284,37 @@ def request_spec(api_key: int) -> MessageSpec | None:
         return None
 
 
-@cache
-def _flexible_from(api_key: int) -> int | None:
-    spec = request_spec(api_key)
-    if spec is None or spec.flexible_versions is None:
-        return None
-    return spec.flexible_versions[0]
+# The first flexible version (KIP-482: request header v2) of each request, from Kafka's message definitions
+# (tests/protocol/test_header.py checks it against them): the first request's header is read without loading
+# construct and the definitions, which only the generic codecs need.
+FLEXIBLE_FROM: dict[int, int] = {
+    ApiKey.PRODUCE: 9, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 6, ApiKey.METADATA: 9, ApiKey.LEADER_AND_ISR: 4,
+    ApiKey.STOP_REPLICA: 2, ApiKey.UPDATE_METADATA: 6, ApiKey.CONTROLLED_SHUTDOWN: 3, ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 6, ApiKey.FIND_COORDINATOR: 3, ApiKey.JOIN_GROUP: 6, ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 4, ApiKey.SYNC_GROUP: 4, ApiKey.DESCRIBE_GROUPS: 5, ApiKey.LIST_GROUPS: 3,
+    ApiKey.API_VERSIONS: 3, ApiKey.CREATE_TOPICS: 5, ApiKey.DELETE_TOPICS: 4, ApiKey.DELETE_RECORDS: 2,
+    ApiKey.INIT_PRODUCER_ID: 2, ApiKey.OFFSET_FOR_LEADER_EPOCH: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 3,
+    ApiKey.ADD_OFFSETS_TO_TXN: 3, ApiKey.END_TXN: 3, ApiKey.WRITE_TXN_MARKERS: 1, ApiKey.TXN_OFFSET_COMMIT: 3,
+    ApiKey.DESCRIBE_ACLS: 2, ApiKey.CREATE_ACLS: 2, ApiKey.DELETE_ACLS: 2, ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.ALTER_CONFIGS: 2, ApiKey.ALTER_REPLICA_LOG_DIRS: 2, ApiKey.DESCRIBE_LOG_DIRS: 2,
+    ApiKey.SASL_AUTHENTICATE: 2, ApiKey.CREATE_PARTITIONS: 2, ApiKey.DELETE_GROUPS: 2, ApiKey.ELECT_LEADERS: 2,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1, ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: 0, ApiKey.DESCRIBE_CLIENT_QUOTAS: 1, ApiKey.ALTER_CLIENT_QUOTAS: 1,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: 0, ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 0, ApiKey.DESCRIBE_QUORUM: 0,
+    ApiKey.ALTER_PARTITION: 0, ApiKey.UPDATE_FEATURES: 0, ApiKey.DESCRIBE_CLUSTER: 0, ApiKey.DESCRIBE_PRODUCERS: 0,
+    ApiKey.DESCRIBE_TRANSACTIONS: 0, ApiKey.LIST_TRANSACTIONS: 0, ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: 0, ApiKey.LIST_CONFIG_RESOURCES: 0, ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
+    ApiKey.SHARE_GROUP_HEARTBEAT: 0, ApiKey.SHARE_GROUP_DESCRIBE: 0, ApiKey.SHARE_FETCH: 0,
+    ApiKey.SHARE_ACKNOWLEDGE: 0, ApiKey.INITIALIZE_SHARE_GROUP_STATE: 0, ApiKey.READ_SHARE_GROUP_STATE: 0,
+    ApiKey.WRITE_SHARE_GROUP_STATE: 0, ApiKey.DELETE_SHARE_GROUP_STATE: 0, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: 0,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: 0, ApiKey.STREAMS_GROUP_DESCRIBE: 0, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: 0, ApiKey.DELETE_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: 0,
+}
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
-    flexible_from = _flexible_from(api_key)
+    flexible_from = FLEXIBLE_FROM.get(api_key)
     return 2 if flexible_from is not None and api_version >= flexible_from else 1
 
 
@@ -299,8 +324,9 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if request_header_version(api_key, api_version) == 2 else 0
 
 
-def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
-    """(header, offset of the body); raises DecodeError on a truncated or malformed header."""
+def parse_request_header(frame: bytes, limits: DecodeLimits | None = None) -> tuple[RequestHeader, int]:
+    """(header, offset of the body); raises DecodeError on a truncated or malformed header (or one beyond
+    `limits`)."""
     if len(frame) < _HEADER.size:
         raise DecodeError(f"request header needs {_HEADER.size} bytes, got {len(frame)}")
     api_key, api_version, correlation_id, n = _HEADER.unpack_from(frame)
@@ -317,7 +343,7 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     elif n != -1:
         raise DecodeError(f"invalid client_id length {n}")
     if request_header_version(api_key, api_version) == 2:
-        offset = skip_tagged_fields(frame, offset)
+        offset = skip_tagged_fields(frame, offset, limits)
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
 
 
@@ -334,8 +360,12 @@ def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
     raise DecodeError("unsigned varint longer than 5 bytes")
 
 
-def skip_tagged_fields(data: bytes, offset: int) -> int:
+def skip_tagged_fields(data: bytes, offset: int, limits: DecodeLimits | None = None) -> int:
     count, offset = _uvarint(data, offset)
+    if count > len(data) - offset:  # each field takes two bytes at least
+        raise DecodeError(f"{count} tagged fields, but only {len(data) - offset} bytes remain")
+    if limits is not None:
+        limits.check_tagged_fields(count)
     for _ in range(count):
         _tag, offset = _uvarint(data, offset)
         size, offset = _uvarint(data, offset)

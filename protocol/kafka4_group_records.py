@@ -1,11 +1,12 @@
-"""The Kafka 4 record types of `__consumer_offsets` (consumer groups, KIP-848; share groups, KIP-932) and of
-`__share_group_state` (KIP-932), byte for byte as Kafka 4.1 writes them.
+"""The Kafka 4 record types of `__consumer_offsets` (consumer groups, KIP-848; share groups, KIP-932; streams
+groups, KIP-1071) and of `__share_group_state` (KIP-932), byte for byte as Kafka 4.1 (4.4 for the streams
+groups) writes them.
 
 Kafka's CoordinatorRecordSerde frames every record the same way: the key is an int16 record type followed by
 the key struct at version 0; the value is an int16 version followed by the value struct (a tombstone has no
 value). The structs are the JSON definitions in protocol/definitions/ (`<Name>Key` / `<Name>Value`), encoded
 with the same schema machinery as the API messages. Record types 0-2 (offset commits and classic group
-metadata) are protocol.group_records' business; streams group records (17+) are not read here.
+metadata) are protocol.group_records' business.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ class GroupRecordType(IntEnum):
     SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
     SHARE_GROUP_STATE_PARTITION_METADATA = 15
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    STREAMS_GROUP_METADATA = 17
+    # 18 was StreamsGroupPartitionMetadata of Kafka 4.0's early-access streams groups, gone since 4.1.
+    STREAMS_GROUP_MEMBER_METADATA = 19
+    STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+    STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+    STREAMS_GROUP_TOPOLOGY = 23
 
 
 class ShareStateRecordType(IntEnum):
@@ -70,6 +78,12 @@ GROUP_RECORD_NAMES = {
     GroupRecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: "ShareGroupCurrentMemberAssignment",
     GroupRecordType.SHARE_GROUP_STATE_PARTITION_METADATA: "ShareGroupStatePartitionMetadata",
     GroupRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: "ConsumerGroupRegularExpression",
+    GroupRecordType.STREAMS_GROUP_METADATA: "StreamsGroupMetadata",
+    GroupRecordType.STREAMS_GROUP_MEMBER_METADATA: "StreamsGroupMemberMetadata",
+    GroupRecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA: "StreamsGroupTargetAssignmentMetadata",
+    GroupRecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER: "StreamsGroupTargetAssignmentMember",
+    GroupRecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT: "StreamsGroupCurrentMemberAssignment",
+    GroupRecordType.STREAMS_GROUP_TOPOLOGY: "StreamsGroupTopology",
 }
 SHARE_STATE_RECORD_NAMES = {
     ShareStateRecordType.SHARE_SNAPSHOT: "ShareSnapshot",
@@ -125,8 +139,7 @@ def decode_group_record(key: bytes, value: bytes | None) -> tuple[GroupRecordTyp
     try:
         name = GROUP_RECORD_NAMES[GroupRecordType(kind)]
     except (ValueError, KeyError):
-        raise RecordError(f"__consumer_offsets record type {kind} is not a consumer or share group record") \
-            from None
+        raise RecordError(f"__consumer_offsets record type {kind} is not a Kafka 4 group record") from None
     key_struct, value_struct = _decode(name, key, value)
     return GroupRecordType(kind), key_struct, value_struct
 

@@ -30,6 +30,8 @@ from construct import (
     stream_read,
 )
 
+from protocol.errors import DecodeLimits
+
 INT8 = Int8sb
 INT16 = Int16sb
 INT32 = Int32sb
@@ -173,6 +175,9 @@ class KafkaArray(Construct):
             raise StreamError(f"invalid array length {n}", path=path)
         if n > _remaining(stream):  # every element takes at least one byte: reject absurd counts early
             raise StreamError(f"array of {n} elements exceeds the remaining bytes", path=path)
+        if isinstance(context, DecodeLimits) and n > context.max_collection:  # given to the decoder
+            raise StreamError(f"a collection of {n} elements exceeds the maximum allowed size of "
+                              f"{context.max_collection}", path=path)
         parse = self.element._parsereport
         return ListContainer(parse(stream, context, path) for _ in range(n))
 
@@ -224,6 +229,11 @@ class KafkaStruct(Construct):
             for f in self.tagged:
                 obj[f.name] = f.default()
             count = UNSIGNED_VARINT._parsereport(stream, context, path)
+            if count > _remaining(stream):  # two bytes each at least
+                raise StreamError(f"{count} tagged fields exceed the remaining bytes", path=path)
+            if isinstance(context, DecodeLimits) and count > context.max_tagged_fields:
+                raise StreamError(f"{count} tagged fields exceed the maximum allowed count of "
+                                  f"{context.max_tagged_fields}", path=path)
             for _ in range(count):
                 tag = UNSIGNED_VARINT._parsereport(stream, context, path)
                 size = UNSIGNED_VARINT._parsereport(stream, context, path)

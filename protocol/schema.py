@@ -22,7 +22,7 @@ from typing import Any
 from construct import ConstructError, Container
 
 from protocol import primitives as p
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, DecodeLimits
 
 _COMMENTS = re.compile(r"(?m)^\s*//.*\n?")
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -185,12 +185,14 @@ class MessageSpec:
             return p.bytes_(compact=compact, nullable=nullable)
         raise ValueError(f"unknown Kafka type {type_name}")
 
-    def decode(self, version: int, data: bytes, offset: int = 0) -> Container:
-        """Decode a body of this version starting at `offset`; raises DecodeError."""
+    def decode(self, version: int, data: bytes, offset: int = 0, limits: DecodeLimits | None = None) -> Container:
+        """Decode a body of this version starting at `offset`; raises DecodeError (also for collections and
+        tagged-field sections beyond `limits`)."""
         stream = io.BytesIO(data)
         stream.seek(offset)
         try:
-            return self.struct(version)._parsereport(stream, None, self.name)
+            # The limits travel as construct's context: every nested array and struct sees them.
+            return self.struct(version)._parsereport(stream, limits, self.name)
         except (ConstructError, ValueError) as exc:
             raise DecodeError(f"{self.name} v{version}: {exc}") from None
 

@@ -729,6 +729,38 @@ class KafkaZkClient:
         return await self.session.create(f"{root}/{z.ACL_CHANGE_PREFIX}",
                                          z.encode_acl_change(resource_type, name, pattern_type), sequence=True)
 
+    # -- delegation tokens (DelegationTokenManagerZk) ---------------------------------------------------------
+
+    async def get_delegation_tokens(self) -> list[z.DelegationTokenZNode]:
+        names = await self._children(z.DELEGATION_TOKENS)
+        answers = await self.session.pipeline([GetDataOp(f"{z.DELEGATION_TOKENS}/{n}") for n in names])
+        return [z.decode_delegation_token(a[0]) for a in answers if not isinstance(a, Exception)]
+
+    async def set_delegation_token(self, token: z.DelegationTokenZNode) -> None:
+        """Create or replace a token's znode, then tell every broker (a token_changes notification)."""
+        path = f"{z.DELEGATION_TOKENS}/{token.token_id}"
+        data = z.encode_delegation_token(token)
+        try:
+            await self.session.set(path, data)
+        except NoNodeError:
+            await self.session.create(path, data, makepath=True)
+        await self._token_changed(token.token_id)
+
+    async def delete_delegation_token(self, token_id: str) -> None:
+        try:
+            await self.session.delete(f"{z.DELEGATION_TOKENS}/{token_id}")
+        except NoNodeError:
+            pass
+        await self._token_changed(token_id)
+
+    async def _token_changed(self, token_id: str) -> None:
+        await self.session.ensure_path(z.DELEGATION_TOKEN_CHANGES)
+        await self.session.create(f"{z.DELEGATION_TOKEN_CHANGES}/{z.TOKEN_CHANGE_PREFIX}", token_id.encode(),
+                                  sequence=True)
+
+    async def get_token_change_notifications(self, watch: Watch | None = None) -> list[str]:
+        return sorted(await self._children(z.DELEGATION_TOKEN_CHANGES, watch))
+
     # -- features and producer id blocks ------------------------------------------------------------------
 
     async def get_feature(self, watch: Watch | None = None) -> tuple[FeatureZNode, int] | None:

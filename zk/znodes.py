@@ -609,6 +609,46 @@ def decode_scram_credential(text: str) -> ScramCredential:
                            int(props["iterations"]))
 
 
+# -- delegation tokens (DelegationTokenManagerZk) ------------------------------------------------------------
+DELEGATION_TOKENS = "/delegation_token/tokens"
+DELEGATION_TOKEN_CHANGES = "/delegation_token/token_changes"
+TOKEN_CHANGE_PREFIX = "token_change_"
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationTokenZNode:
+    """/delegation_token/tokens/<token id>: a token's information (its HMAC is not kept: every broker derives it
+    from the token id and delegation.token.secret.key). Principals as "User:alice"."""
+    token_id: str
+    owner: str
+    token_requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: int
+    max_timestamp: int
+    expiry_timestamp: int
+
+
+def encode_delegation_token(token: DelegationTokenZNode) -> bytes:
+    """DelegationTokenInfoZNode.encode, version 3 (with the requester, KIP-373); principals sanitized."""
+    return _encode({"version": 3, "owner": sanitize(token.owner), "tokenRequester": sanitize(token.token_requester),
+                    "renewers": [sanitize(r) for r in token.renewers], "issueTimestamp": token.issue_timestamp,
+                    "maxTimestamp": token.max_timestamp, "expiryTimestamp": token.expiry_timestamp,
+                    "tokenId": token.token_id})
+
+
+def decode_delegation_token(data: bytes | None) -> DelegationTokenZNode:
+    obj = _decode(data, "delegation token")
+    if obj.get("version") not in (1, 2, 3) or not isinstance(obj.get("tokenId"), str):
+        raise ValueError(f"delegation token: unsupported version or no token id: {data!r}")
+    renewers = obj.get("renewers")
+    if not isinstance(renewers, list) or not all(isinstance(r, str) for r in renewers):
+        raise ValueError(f"delegation token: renewers is not a list of principals: {renewers!r}")
+    owner = desanitize(str(obj.get("owner", "")))
+    return DelegationTokenZNode(obj["tokenId"], owner, desanitize(str(obj.get("tokenRequester") or obj.get("owner"))),
+                                tuple(desanitize(r) for r in renewers), _int(obj, "issueTimestamp", "token"),
+                                _int(obj, "maxTimestamp", "token"), _int(obj, "expiryTimestamp", "token"))
+
+
 # -- ACLs (AclAuthorizer's store) ----------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -725,4 +765,8 @@ def decode_any(path: str, data: bytes | None, zk_version: int = 0) -> Any:
         return decode_acl_change(data, parts[0] == "kafka-acl-extended-changes")
     if parts[0] == "delegation_token" and len(parts) == 2:
         return None  # token_changes and tokens containers
+    if path.startswith(DELEGATION_TOKENS + "/") and len(parts) == 3:
+        return decode_delegation_token(data)
+    if path.startswith(DELEGATION_TOKEN_CHANGES + "/") and len(parts) == 3:
+        return (data or b"").decode()  # the token id that changed
     raise ValueError(f"not a znode Kafka uses: {path}")

@@ -1,6 +1,7 @@
-"""What the controller knows of the cluster (Kafka's ControllerContext), and its partition state machine
-(PartitionStateMachine: NewPartition, OnlinePartition, OfflinePartition, NonExistentPartition), as pure
-data: the controller (broker.cluster.controller) reads ZooKeeper into it and acts on what it says."""
+"""What the controller knows of the cluster (Kafka's ControllerContext), and the states of its partition
+state machine (NewPartition, OnlinePartition, OfflinePartition, NonExistentPartition) with their checked
+transitions, as pure data: the controller (broker.cluster.controller) reads ZooKeeper into it, and
+broker.cluster.partition_state_machine moves partitions between the states."""
 
 from __future__ import annotations
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
+from broker.cluster.metadata_cache import MetadataCache
 from broker.services.marker_writer import Marker, MarkerWriter
 from broker.services.topics import TopicManager
 from protocol.header import ApiKey, ErrorCode
@@ -24,11 +24,12 @@ WRITE_TXN_MARKERS_VERSION = 1
 
 
 class MarkerChannel:
-    def __init__(self, node_id: int, topics: TopicManager, local: MarkerWriter, cluster: Any, timeout_s: float) -> None:
+    def __init__(self, node_id: int, topics: TopicManager, local: MarkerWriter, metadata: MetadataCache,
+                 timeout_s: float) -> None:
         self.node_id = node_id
         self.topics = topics
         self.local = local
-        self.cluster = cluster
+        self.metadata = metadata
         self.timeout_s = timeout_s
         self._clients: dict[int, BrokerClient] = {}
 
@@ -47,7 +48,7 @@ class MarkerChannel:
                         results[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     elif leader == self.node_id:
                         here[name].append(index)
-                    elif leader < 0 or not self.cluster.is_alive(leader):
+                    elif leader < 0 or not self.metadata.is_alive(leader):
                         results[(name, index)] = ErrorCode.NOT_LEADER_OR_FOLLOWER  # retried once it has one
                     else:
                         there[leader][name].append(index)
@@ -69,7 +70,7 @@ class MarkerChannel:
     async def _send(self, leader: int, markers: list[Marker]) -> dict[tuple[str, int], ErrorCode]:
         unreachable = {(name, i): ErrorCode.NOT_LEADER_OR_FOLLOWER
                        for *_, topics in markers for name, indexes in topics.items() for i in indexes}
-        address = self.cluster.inter_broker_address(leader)
+        address = self.metadata.inter_broker_address(leader)
         if address is None:
             return unreachable
         client = self._clients.get(leader)
@@ -77,7 +78,7 @@ class MarkerChannel:
             client = self._clients[leader] = BrokerClient(f"broker {leader}", *address,
                                                           client_id=f"txn-markers-{self.node_id}",
                                                           timeout=self.timeout_s,
-                                                          security=self.cluster.client_security)
+                                                          security=self.metadata.client_security)
         else:
             client.retarget(*address)
         body = {"markers": [

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from broker.clock import Clock
 from broker.cluster.client import BrokerClient, BrokerUnavailable
+from broker.config.options import BrokerConfig
 from broker.services.appends import AppendSignal
 from broker.services.durability import min_insync_replicas
 from broker.services.topics import (
@@ -36,6 +38,7 @@ from broker.services.topics import (
 from protocol.header import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
+    from broker.cluster.zk_cluster import ZkCluster
     from broker.log.append import Appender
 
 log = logging.getLogger(__name__)
@@ -64,15 +67,15 @@ class LeaderState:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, appender: Appender, clock: Any,
-                 config: Any, cluster: Any) -> None:
+    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, appender: Appender, clock: Clock,
+                 config: BrokerConfig, cluster: ZkCluster) -> None:
         self.node_id = node_id
         self.topics = topics
         self.appends = appends
         self.appender = appender  # the replica fetchers append through it (AppendOrigin.REPLICATION)
         self.clock = clock
         self.config = config
-        self.cluster = cluster  # broker.cluster.zk_cluster.ZkCluster
+        self.cluster = cluster
         self.leading: dict[tuple[str, int], LeaderState] = {}
         self.fetchers: Any = None  # broker.cluster.fetcher.FetcherManager, set at start
         # Coordinators to tell about their partitions: (topic, index, leader epoch or None to unload).
@@ -375,7 +378,7 @@ class ReplicaManager:
             async with trio.open_nursery() as nursery:
                 async def moved() -> None:
                     while self.cluster.controller_id == controller:
-                        await self.cluster.metadata_changed.wait()
+                        await self.cluster.metadata.metadata_changed.wait()
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(moved)

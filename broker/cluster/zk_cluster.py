@@ -20,32 +20,32 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.cluster.controller import Controller, ControllerSettings, Resigned
+from broker.cluster.controller_events import AlterReassignments, ElectLeaders
+from broker.cluster.metadata_cache import MetadataCache
+from broker.cluster.topic_admin import ZkTopicAdmin
 from broker.config.options import BrokerConfig
 from broker.security.client_side import inter_broker_security
-from broker.services.single_node import CreatedTopic, Node
-from broker.services.topics import (
-    INTERNAL_TOPICS,
-    TRANSACTION_STATE_TOPIC,
-    PartitionMetadata,
-    Topic,
-    TopicError,
-    TopicManager,
-)
+from broker.services.cluster_view import CreatedTopic
+from broker.services.topics import TRANSACTION_STATE_TOPIC, PartitionMetadata, Topic, TopicManager
 from protocol.header import ApiKey, ErrorCode
 from zk import znodes as z
-from zk.errors import AdminError, ControllerMovedError, ZooKeeperError
+from zk.errors import ControllerMovedError, ZooKeeperError
 from zk.kafka_zk import KafkaZkClient
 from zk.session import SessionState, ZkSession
-from zk.znodes import BrokerRegistration, ConfigType, Endpoint
+from zk.znodes import BrokerRegistration, Endpoint
+
+if TYPE_CHECKING:
+    from broker.cluster.marker_channel import MarkerChannel
+    from broker.services.marker_writer import MarkerWriter
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,12 @@ CONTROLLED_SHUTDOWN_VERSION = 3
 ALTER_PARTITION_VERSION = 3
 
 
-@dataclass(frozen=True, slots=True)
-class LiveBroker:
-    """A live broker as the controller announced it: its address per listener name."""
+class ReplicaHooks(Protocol):
+    """What the cluster tells the replica manager (broker.cluster.replica_manager) of new metadata."""
 
-    broker_id: int
-    endpoints: Mapping[str, tuple[str, int]]
-    rack: str | None
+    def topic_removed(self, name: str) -> None: ...
+
+    def metadata_updated(self) -> None: ...
 
 
 class ZkCluster:
@@ -69,25 +68,32 @@ class ZkCluster:
         self.session = session
         self.zk = zk
         self.node_id = config.broker_id
-        self.topics: TopicManager | None = None  # set by attach()
-        self.replicas: Any = None  # broker.cluster.replica_manager.ReplicaManager, set by attach()
-        self.live: dict[int, LiveBroker] = {}
-        self.controller_id = -1
-        self.controller_epoch = -1  # the newest controller epoch seen in a control request
         self.broker_epoch = -1  # our registration's czxid
         self.controller: Controller | None = None  # while this broker is the controller
         self._registration: BrokerRegistration | None = None
-        self._first_metadata = trio.Event()
-        self.metadata_changed = trio.Event()  # set (and replaced) at every UpdateMetadata
         self._stopping = False
-        self._pending_creations: set[str] = set()
-        self.topic_configs: dict[str, dict[str, str]] = {}  # /config/topics/<t>, kept current
-        self.on_topics_deleted: list[Any] = []  # callbacks(names): topics gone from the cluster
+        self.on_topics_deleted: list[Callable[[list[str]], None]] = []  # topics gone from the cluster
+        # Client quotas (/config/users, /config/clients, /config/ips): read at start, then at each change.
+        self.client_quotas_at_start: dict[Any, dict[str, float]] = {}
+        self.on_quotas_changed: Any = None  # callback(all quotas), set by the broker's quota service
+        # Delegation tokens (/delegation_token/tokens): read at start, then at each token change notification.
+        self.delegation_tokens_at_start: list[Any] = []
+        self.on_tokens_changed: Any = None  # callback(all tokens), set by the broker's token service
         self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
         # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
         security = inter_broker_security(config)
         self.client_security = security if security.ssl_context is not None or security.mechanism else None
-        self._nursery: trio.Nursery | None = None
+        self.metadata = MetadataCache(config, self.client_security)
+        # Set by attach(): the broker's topics, its replica manager, and the topic admin on them.
+        self._topics: TopicManager | None = None
+        self._replicas: ReplicaHooks | None = None
+        self._admin: ZkTopicAdmin | None = None
+        # Who is there, as the controller tells it (ClusterView).
+        self.wait_metadata = self.metadata.wait_metadata
+        self.nodes = self.metadata.nodes
+        self.node = self.metadata.node
+        self.is_alive = self.metadata.is_alive
+        self.inter_broker_address = self.metadata.inter_broker_address
 
     # -- start ------------------------------------------------------------------------------------------------
     @classmethod
@@ -122,14 +128,41 @@ class ZkCluster:
             elif "broker.id" in stored and int(stored["broker.id"]) != config.broker_id:
                 raise ValueError(f"Configured broker.id {config.broker_id} doesn't match stored broker.id "
                                  f"{stored['broker.id']} in {config.data_dir}/meta.properties")
+            from broker.services import client_quotas, delegation_tokens
+
+            quotas = await client_quotas.load_from_zookeeper(zk)
+            tokens = await delegation_tokens.load_from_zookeeper(zk)
         except BaseException:
             await session.aclose()
             raise
-        return cls(config, session, zk)
+        cluster = cls(config, session, zk)
+        cluster.client_quotas_at_start = quotas
+        cluster.delegation_tokens_at_start = tokens
+        return cluster
 
-    def attach(self, topics: TopicManager, replicas: Any) -> None:
-        self.topics = topics
-        self.replicas = replicas
+    def attach(self, topics: TopicManager, replicas: ReplicaHooks) -> None:
+        self._topics = topics
+        self._replicas = replicas
+        self._admin = ZkTopicAdmin(self.config, self.zk, self.metadata, topics)
+        self._admin.on_quota_config_changed = self._reload_client_quotas
+
+    @property
+    def topics(self) -> TopicManager:
+        assert self._topics is not None, "attach() first"
+        return self._topics
+
+    @property
+    def admin(self) -> ZkTopicAdmin:
+        assert self._admin is not None, "attach() first"
+        return self._admin
+
+    @property
+    def controller_id(self) -> int:
+        return self.metadata.controller_id
+
+    @property
+    def topic_configs(self) -> dict[str, dict[str, str]]:
+        return self.admin.topic_configs
 
     async def run(self, endpoints: list[Endpoint], *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -139,14 +172,13 @@ class ZkCluster:
         events = self.session.subscribe()
         self.broker_epoch = await self.zk.register_broker(self._registration)
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
-            nursery.start_soon(self._follow_config_changes)
+            nursery.start_soon(self.admin.run)
+            nursery.start_soon(self._follow_token_changes)
             # Ready once the controller has told this broker what the cluster is (its first UpdateMetadata): a
             # client connecting then finds the brokers, the controller and the topics in Metadata.
-            with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
-                await self._first_metadata.wait()
+            await self.metadata.wait_metadata()
             task_status.started()
             async for event in events:
                 if event.state is SessionState.EXPIRED:
@@ -182,7 +214,7 @@ class ZkCluster:
                         # again (a new epoch fences whatever the old one still had in flight).
                         await self.zk.session.delete(z.CONTROLLER)
                         continue
-                    self.controller_id = current
+                    self.metadata.controller_id = current
                     await receive.receive()  # /controller changed or went: run again
                 except ControllerMovedError:
                     continue
@@ -195,7 +227,7 @@ class ZkCluster:
 
     async def _be_controller(self, epoch: int, epoch_zk_version: int) -> None:
         settings = ControllerSettings(
-            broker_id=self.node_id, inter_broker_listener=self.inter_broker_listener,
+            broker_id=self.node_id, inter_broker_listener=self.metadata.inter_broker_listener,
             unclean_leader_election=self._unclean_election_enabled,
             delete_topic_enable=self.config.delete_topic_enable,
             auto_leader_rebalance=self.config.auto_leader_rebalance_enable,
@@ -204,7 +236,7 @@ class ZkCluster:
             request_timeout_s=self.config.controller_socket_timeout_ms / 1000)
         controller = Controller(self.zk, settings, epoch, epoch_zk_version, self.client_security)
         self.controller = controller
-        self.controller_id = self.node_id
+        self.metadata.controller_id = self.node_id
         watch, moved = trio.open_memory_channel[Any](math.inf)
         try:
             async with trio.open_nursery() as nursery:
@@ -223,306 +255,143 @@ class ZkCluster:
             log.warning("broker %d stops being the controller: ZooKeeper: %s", self.node_id, group.exceptions[0])
         finally:
             self.controller = None
-            if self.controller_id == self.node_id:
-                self.controller_id = -1
+            if self.metadata.controller_id == self.node_id:
+                self.metadata.controller_id = -1
 
     def _unclean_election_enabled(self, topic: str) -> bool:
-        found = self.topics.get(topic) if self.topics is not None else None
+        found = self.topics.get(topic)
         value = found.configs.get("unclean.leader.election.enable") if found is not None else None
         return value == "true" if value is not None else self.config.unclean_leader_election_enable
 
-    @property
-    def inter_broker_listener(self) -> str:
-        """inter.broker.listener.name, or Kafka's rule (the listener of security.inter.broker.protocol)."""
-        return self.config.inter_broker_listener().name
+    async def _follow_token_changes(self) -> None:
+        """Kafka's token change listener: a new /delegation_token/token_changes notification means a token was
+        created, renewed or removed by some broker: every token is read again (they are few)."""
+        from broker.services.delegation_tokens import load_from_zookeeper
 
-    # -- the metadata cache -------------------------------------------------------------------------------------
-    def stale_controller(self, controller_epoch: int) -> bool:
-        """A control request from an older controller than the newest seen is refused; a newer one is
-        remembered."""
-        if controller_epoch < self.controller_epoch:
-            return True
-        self.controller_epoch = controller_epoch
-        return False
-
-    async def ensure_topic_configs(self, names: Iterable[str]) -> None:
-        """Read the config overrides of topics this broker has not seen yet (Kafka's brokers read a topic's
-        config when they first create its log)."""
-        missing = sorted({n for n in names if n not in self.topic_configs})
-        if not missing:
-            return
-        try:
-            self.topic_configs.update(await self.zk.get_entity_configs(ConfigType.TOPIC, missing))
-        except ZooKeeperError as exc:
-            log.warning("reading the configs of %s: %s", missing, exc)
-
-    async def _follow_config_changes(self) -> None:
-        """Kafka's ZkConfigManager: each new /config/changes/config_change_N names an entity whose config
-        changed; a topic's is read again and applied to its logs. (Dynamic broker configs stay each broker's
-        own here: see docs/running/cluster.md.)"""
         seen: str | None = None
         while True:
             send, receive = trio.open_memory_channel[Any](math.inf)
             try:
-                names = await self.zk.get_config_change_notifications(watch=send)
-                if seen is None:  # at start: everything is read fresh anyway
+                names = await self.zk.get_token_change_notifications(watch=send)
+                if seen is None:
                     seen = names[-1] if names else ""
-                for name in [n for n in names if n > seen]:
-                    seen = name
-                    found = await self.zk.get_config_change_notification(name)
-                    if found is None:
-                        continue
-                    entity_type, _, entity = found[0].partition("/")
-                    if entity_type == ConfigType.TOPIC:
-                        configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
-                        self.topic_configs[entity] = configs
-                        if self.topics is not None:
-                            self.topics.set_configs(entity, configs)
-                        log.info("topic %s configs now %s", entity, configs)
+                elif names and names[-1] > seen:
+                    seen = names[-1]
+                    tokens = await load_from_zookeeper(self.zk)
+                    if self.on_tokens_changed is not None:
+                        self.on_tokens_changed(tokens)
+                    else:
+                        self.delegation_tokens_at_start = tokens
                 await receive.receive()
-            except Exception as exc:  # ZooKeeper away, a malformed notification: read again later
-                log.warning("following config changes: %r", exc)
+            except Exception as exc:  # ZooKeeper away: read again later
+                log.warning("following delegation token changes: %r", exc)
                 await trio.sleep(1)
 
+    async def _reload_client_quotas(self) -> None:
+        """Another broker changed a client quota: read them all again (rare, and few)."""
+        from broker.services.client_quotas import load_from_zookeeper
+
+        quotas = await load_from_zookeeper(self.zk)
+        if self.on_quotas_changed is not None:
+            self.on_quotas_changed(quotas)
+        else:
+            self.client_quotas_at_start = quotas
+
+
+    # -- UpdateMetadata ----------------------------------------------------------------------------------------
     def apply_update_metadata(self, req: Any) -> ErrorCode:
-        if self.stale_controller(req.controller_epoch):
+        if self.metadata.stale_controller(req.controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        self.controller_id = req.controller_id
-        self.live = {
-            b.id: LiveBroker(b.id, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack)
-            for b in req.live_brokers}
-        assert self.topics is not None
+        self.metadata.update_brokers(req)
+        topics, replicas, admin = self.topics, self._replicas, self.admin
+        assert replicas is not None
         removed = []
         for topic_state in req.topic_states:
             name = topic_state.topic_name
             deleted = [p for p in topic_state.partition_states if p.leader == z.LEADER_DURING_DELETE]
             if deleted:
-                if self.topics.get(name) is not None:
+                if topics.get(name) is not None:
                     removed.append(name)
-                    if self.replicas is not None:
-                        self.replicas.topic_removed(name)
-                self.topics.remove_topic(name)
-                self.topic_configs.pop(name, None)
+                    replicas.topic_removed(name)
+                topics.remove_topic(name)
+                admin.topic_configs.pop(name, None)
                 continue
             states = {p.partition_index: PartitionMetadata(p.leader, p.leader_epoch, tuple(p.replicas),
                                                            tuple(p.isr), tuple(p.offline_replicas), p.zk_version)
                       for p in topic_state.partition_states}
-            new = self.topics.get(name) is None
-            self.topics.apply_metadata(name, topic_state.topic_id, states)
-            if new and name in self.topic_configs:
-                self.topics.set_configs(name, self.topic_configs[name])
-            self._pending_creations.discard(name)
-        if self.replicas is not None:
-            self.replicas.metadata_updated()
+            new = topics.get(name) is None
+            topics.apply_metadata(name, topic_state.topic_id, states)
+            if new and name in admin.topic_configs:
+                topics.set_configs(name, admin.topic_configs[name])
+            admin.created(name)
+        replicas.metadata_updated()
         if removed:
             for callback in self.on_topics_deleted:
                 callback(removed)
-        self.metadata_changed.set()
-        self.metadata_changed = trio.Event()
-        if not self._first_metadata.is_set():
-            self._first_metadata.set()
-            self.topics.drop_unclaimed_not_in_metadata()
+        if self.metadata.published():
+            topics.drop_unclaimed_not_in_metadata()
         return ErrorCode.NONE
 
-    # -- what handlers ask (the same questions as services.single_node.SingleNode) -------------------------------
-    def _listener_of(self, endpoint: Any) -> str:
-        return self.config.listeners[endpoint.listener].name
-
-    async def wait_metadata(self) -> None:
-        """Until the controller has told this broker what the cluster is (its first UpdateMetadata), at most
-        zookeeper.connection.timeout.ms. The listeners are open before (the registration names their ports):
-        a client asking meanwhile would hear of no brokers and no topics, which librdkafka takes for a cluster
-        without brokers (it drops every broker it knows: confluentinc/librdkafka#5301)."""
-        if not self._first_metadata.is_set():
-            with trio.move_on_after(self.config.zookeeper_connection_timeout_ms / 1000):
-                await self._first_metadata.wait()
-
-    def nodes(self, endpoint: Any) -> list[Node]:
-        listener = self._listener_of(endpoint)
-        out = []
-        for broker in sorted(self.live.values(), key=lambda b: b.broker_id):
-            address = broker.endpoints.get(listener)
-            if address is not None:  # Kafka leaves out brokers without the client's listener
-                out.append(Node(broker.broker_id, address[0], address[1], broker.rack))
-        return out
-
-    def is_alive(self, node_id: int) -> bool:
-        return node_id in self.live
-
-    def node(self, node_id: int, endpoint: Any) -> Node | None:
-        broker = self.live.get(node_id)
-        if broker is None:
-            return None
-        address = broker.endpoints.get(self._listener_of(endpoint))
-        return Node(node_id, address[0], address[1], broker.rack) if address is not None else None
-
-    def inter_broker_address(self, node_id: int) -> tuple[str, int] | None:
-        broker = self.live.get(node_id)
-        if broker is None:
-            return None
-        return broker.endpoints.get(self.inter_broker_listener) or next(iter(broker.endpoints.values()), None)
+    # -- what handlers ask (ClusterView: the same questions as services.single_node.SingleNode) -----------------
+    replicated = True  # partitions have replicas on other brokers
 
     def auto_create_topic(self, name: str) -> Topic | ErrorCode:
-        """Kafka's AutoTopicCreationManager in ZooKeeper mode: the topic's znodes are written now (in the
-        background); the controller creates its partitions and elects their leaders. Until this broker's
-        metadata shows them: LEADER_NOT_AVAILABLE."""
-        if not self.config.auto_create_topics:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if name not in self._pending_creations and self._nursery is not None:
-            self._pending_creations.add(name)
-            self._nursery.start_soon(self._create_in_background, name)
-        return ErrorCode.LEADER_NOT_AVAILABLE
+        return self.admin.auto_create_topic(name)
 
     def internal_topic(self, name: str) -> Topic | ErrorCode:
-        """`__consumer_offsets` / `__transaction_state` once this broker's metadata has it with leaders; until
-        then its creation is asked (whatever auto.create.topics.enable says, as Kafka's FindCoordinator)."""
-        topic = self.topics.get(name) if self.topics is not None else None
-        if topic is not None and topic.partitions:
-            return topic
-        if name not in self._pending_creations and self._nursery is not None:
-            self._pending_creations.add(name)
-            self._nursery.start_soon(self._create_in_background, name)
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return self.admin.internal_topic(name)
 
-    async def _create_in_background(self, name: str) -> None:
-        from broker.cluster.admin import create_topic_in_zk
+    def create_internal_topics(self, topics: Sequence[tuple[str, int, int, Mapping[str, str]]]) -> None:
+        self.admin.create_internal_topics(topics)
 
-        try:
-            await create_topic_in_zk(self, name, -1, -1, None, {})
-        except Exception as exc:  # TopicExists is fine: it exists
-            log.info("auto-creating topic %s: %s", name, exc)
-        finally:
-            self._pending_creations.discard(name)
+    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                           assignments: Mapping[int, Sequence[int]] | None, configs: Mapping[str, str | None], *,
+                           validate_only: bool = False, timeout_s: float = 30.0) -> CreatedTopic:
+        return await self.admin.create_topic(name, num_partitions, replication_factor, assignments, configs,
+                                             validate_only=validate_only, timeout_s=timeout_s)
+
+    async def delete_topic(self, name: str, timeout_s: float = 30.0) -> uuid.UUID:
+        return await self.admin.delete_topic(name, timeout_s)
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None, *,
+                                validate_only: bool = False, timeout_s: float = 30.0) -> None:
+        await self.admin.create_partitions(name, count, assignments, validate_only=validate_only,
+                                           timeout_s=timeout_s)
+
+    async def topic_overrides(self, name: str) -> dict[str, str] | None:
+        return await self.admin.topic_overrides(name)
+
+    async def alter_topic_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+                                  ) -> None:
+        await self.admin.alter_topic_configs(name, overrides, validate_only=validate_only)
+
+    def transaction_markers(self, local: MarkerWriter) -> MarkerChannel:
+        """Markers go to each partition's leader, wherever it is (this broker's own partitions: `local`)."""
+        from broker.cluster.marker_channel import MarkerChannel
+
+        return MarkerChannel(self.node_id, self.topics, local, self.metadata,
+                             self.config.replica_socket_timeout_ms / 1000)
 
     def not_controller(self) -> bool:
         """CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go to the controller in ZooKeeper
         mode (clients find it in Metadata); elsewhere they are NOT_CONTROLLER."""
         return self.controller is None or not self.controller.active
 
-    async def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                           assignments: Mapping[int, Any] | None, configs: Mapping[str, str | None], *,
-                           validate_only: bool = False, timeout_s: float = 30.0) -> CreatedTopic:
-        """CreateTopics (on the controller): the topic in ZooKeeper, then wait until its partitions have
-        leaders in this broker's metadata (REQUEST_TIMED_OUT after `timeout_s`: it is created anyway)."""
-        from broker.cluster.admin import create_topic_in_zk, wait_for_topic
-
-        created = await create_topic_in_zk(self, name, num_partitions, replication_factor, assignments, configs,
-                                           validate_only=validate_only)
-        if not validate_only and not await wait_for_topic(self, name, timeout_s):
-            raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} was created but its partitions have no leader "
-                                                  f"within {timeout_s:g} s.")
-        return created
-
     async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool
                             ) -> dict[tuple[str, int], ErrorCode] | ErrorCode:
-        result = await self.controller.call("elect_leaders", partitions, unclean)
+        result = await self.controller.call(ElectLeaders(partitions, unclean))
         return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
 
     async def alter_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
                                   ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]] | ErrorCode:
-        result = await self.controller.call("alter_reassignments", dict(targets))
+        result = await self.controller.call(AlterReassignments(dict(targets)))
         return ErrorCode.NOT_CONTROLLER if isinstance(result, Exception) else result
 
     def reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
         if self.controller is None:
             return {}
         return {tp: (list(a.replicas), list(a.adding), list(a.removing))
-                for tp, a in self.controller.reassignments().items()}
-
-    async def delete_topic(self, name: str, timeout_s: float = 30.0) -> Any:
-        """DeleteTopics (on the controller): the deletion marker in ZooKeeper, then wait until the topic is
-        gone from this broker's metadata. Raises TopicError."""
-        from broker.cluster.admin import wait_for_topic
-
-        topic = self.topics.get(name)
-        if name in INTERNAL_TOPICS and topic is not None:
-            raise TopicError("INVALID_REQUEST", f"Topic {name} is a kafka internal topic and is not allowed to be "
-                                                "deleted.")
-        if not self.config.delete_topic_enable:
-            raise TopicError("TOPIC_DELETION_DISABLED", "Topic deletion is disabled.")
-        if topic is None:
-            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
-        try:
-            await self.zk.delete_topic(name)
-        except AdminError as exc:
-            if exc.error_code:
-                raise TopicError(exc.error_code.name, str(exc)) from None
-        except ZooKeeperError as exc:
-            raise TopicError("REQUEST_TIMED_OUT", f"ZooKeeper: {exc}") from None
-        if not await wait_for_topic(self, name, timeout_s, gone=True):
-            raise TopicError("REQUEST_TIMED_OUT", f"Topic {name} is being deleted; it was not gone within "
-                                                  f"{timeout_s:g} s.")
-        return topic.topic_id
-
-    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None, *,
-                                validate_only: bool = False, timeout_s: float = 30.0) -> None:
-        """CreatePartitions (on the controller): the topic znode grows, the controller elects the new
-        partitions' leaders; wait until this broker's metadata shows them. Raises TopicError."""
-        from broker.services.single_node import _check_new_assignments
-
-        topic = self.topics.get(name)
-        if topic is None:
-            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
-        if topic.is_internal:
-            raise TopicError("INVALID_REQUEST", f"The number of partitions of the internal topic {name} cannot be "
-                                                "changed.")
-        current = len(topic.partitions)
-        if count < current:
-            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {current} partition(s); "
-                                                   f"{count} would not be an increase.")
-        if count == current:
-            raise TopicError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
-        replicas = None
-        if assignments is not None:
-            _check_new_assignments(assignments, current, count, set(self.live),
-                                   len(topic.partitions[0].replicas) if topic.partitions else 1)
-            replicas = {current + i: ids for i, ids in enumerate(assignments)}
-        try:
-            await self.zk.add_partitions(name, count, replicas, validate_only=validate_only)
-        except AdminError as exc:
-            raise TopicError(exc.error_code.name, str(exc)) from None
-        except ZooKeeperError as exc:
-            raise TopicError("REQUEST_TIMED_OUT", f"ZooKeeper: {exc}") from None
-        if validate_only:
-            return
-        with trio.move_on_after(timeout_s):
-            while True:
-                changed = self.metadata_changed
-                found = self.topics.get(name)
-                if found is not None and len(found.partitions) >= count and all(
-                        p.leader >= 0 for p in found.partitions):
-                    return
-                await changed.wait()
-        raise TopicError("REQUEST_TIMED_OUT", f"The new partitions of {name} have no leader within {timeout_s:g} s.")
-
-    async def topic_overrides(self, name: str) -> dict[str, str] | None:
-        """The topic's config overrides (ZooKeeper's, when this broker has not heard of the topic yet)."""
-        if self.topics.get(name) is not None and name in self.topic_configs:
-            return dict(self.topic_configs[name])
-        if not await self.zk.topic_exists(name):
-            return None
-        return await self.zk.get_entity_config(ConfigType.TOPIC, name)
-
-    async def alter_topic_configs(self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
-                                  ) -> None:
-        """A topic's whole set of config overrides, in ZooKeeper with a change notification: every broker
-        applies it (AdminZkClient.changeTopicConfig). Raises TopicError."""
-        from broker.cluster.admin import set_topic_configs_in_zk
-        from broker.config.topic import InvalidConfigError, validate_topic_configs
-
-        if self.topics.get(name) is None and not await self.zk.topic_exists(name):
-            # (ZooKeeper is asked too, as Kafka's AdminZkClient does: this broker may not have heard of a topic
-            # created a moment ago.)
-            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
-        try:
-            checked = validate_topic_configs(overrides)
-        except InvalidConfigError as exc:
-            raise TopicError("INVALID_CONFIG", str(exc)) from None
-        if validate_only:
-            return
-        await set_topic_configs_in_zk(self, name, checked)
-        self.topic_configs[name] = checked
-        self.topics.set_configs(name, checked)
+                for tp, a in self.controller.reassignments.in_progress().items()}
 
     async def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  partitions: list[tuple[str, int]], *, verify_only: bool = True,
@@ -579,8 +448,8 @@ class ZkCluster:
         if not self.config.controlled_shutdown_enable:
             return
         for attempt in range(1, self.config.controlled_shutdown_max_retries + 1):
-            controller = self.controller_id
-            address = self.inter_broker_address(controller) if controller >= 0 else None
+            controller = self.metadata.controller_id
+            address = self.metadata.inter_broker_address(controller) if controller >= 0 else None
             if address is None:
                 log.info("controlled shutdown: no controller known")
                 return

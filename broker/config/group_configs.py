@@ -27,8 +27,10 @@ class GroupConfigDef:
     name: str
     default: Callable[[BrokerConfig], str]
     check: Callable[[str, BrokerConfig], str | None]  # an error message, or None
-    kind: int  # DescribeConfigs ConfigType: 3 INT, 2 STRING, 1 BOOLEAN
+    kind: int  # DescribeConfigs ConfigType: 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 7 LIST
     since: str = "4.0"  # the first Kafka release that has it
+    described: bool = True  # DescribeConfigs lists it (Kafka 4.4 keeps a few streams settings internal)
+    broker_name: str | None = None  # from 4.3, the synonym DescribeConfigs gives its default: the broker setting
 
 
 def _int_between(lo: Callable[[BrokerConfig], int], hi: Callable[[BrokerConfig], int]
@@ -69,6 +71,12 @@ def _boolean(value: str, config: BrokerConfig) -> str | None:
     return None if value.lower() in ("true", "false") else "Expected value to be either true or false"
 
 
+def _tags(value: str, config: BrokerConfig) -> str | None:
+    tags = [t.strip() for t in value.split(",") if t.strip()]
+    return "streams.rack.aware.assignment.tags must not contain duplicate tag keys." \
+        if len(tags) != len(set(tags)) else None
+
+
 def _reset(value: str, config: BrokerConfig) -> str | None:
     if value in ("latest", "earliest") or _DURATION.match(value):
         return None
@@ -86,31 +94,67 @@ def _dead_letter_topic(value: str, config: BrokerConfig) -> str | None:
 
 GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("consumer.session.timeout.ms", lambda c: str(c.group_consumer_session_timeout_ms),
-                   _int_in_range("consumer.session.timeout.ms", 1, 45_000, 60_000), 3),
+                   _int_in_range("consumer.session.timeout.ms", 1, 45_000, 60_000), 3,
+                   broker_name="group.consumer.session.timeout.ms"),
     GroupConfigDef("consumer.heartbeat.interval.ms", lambda c: str(c.group_consumer_heartbeat_interval_ms),
-                   _int_in_range("consumer.heartbeat.interval.ms", 1, 5_000, 15_000), 3),
+                   _int_in_range("consumer.heartbeat.interval.ms", 1, 5_000, 15_000), 3,
+                   broker_name="group.consumer.heartbeat.interval.ms"),
     GroupConfigDef("share.session.timeout.ms", lambda c: str(c.group_share_session_timeout_ms),
-                   _int_in_range("share.session.timeout.ms", 1, 45_000, 60_000), 3),
+                   _int_in_range("share.session.timeout.ms", 1, 45_000, 60_000), 3,
+                   broker_name="group.share.session.timeout.ms"),
     GroupConfigDef("share.heartbeat.interval.ms", lambda c: str(c.group_share_heartbeat_interval_ms),
-                   _int_in_range("share.heartbeat.interval.ms", 1, 5_000, 15_000), 3),
+                   _int_in_range("share.heartbeat.interval.ms", 1, 5_000, 15_000), 3,
+                   broker_name="group.share.heartbeat.interval.ms"),
     GroupConfigDef("share.record.lock.duration.ms", lambda c: str(c.group_share_record_lock_duration_ms),
-                   _int_in_range("share.record.lock.duration.ms", 1000, 15_000, 60_000), 3),
+                   _int_in_range("share.record.lock.duration.ms", 1000, 15_000, 60_000), 3,
+                   broker_name="group.share.record.lock.duration.ms"),
     GroupConfigDef("share.auto.offset.reset", lambda c: "latest", _reset, 2),
     GroupConfigDef("share.isolation.level", lambda c: "read_uncommitted",
                    _one_of("read_committed", "read_uncommitted"), 2),
-    # Kafka 4.3 (KIP-1206, KIP-1222, KIP-1240's per-group limits)
+    # Kafka 4.3
     GroupConfigDef("consumer.assignment.interval.ms", lambda c: "1000",
-                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3"),
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3",
+                   broker_name="group.consumer.assignment.interval.ms"),
     GroupConfigDef("share.assignment.interval.ms", lambda c: "1000",
-                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3"),
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.3",
+                   broker_name="group.share.assignment.interval.ms"),
     GroupConfigDef("share.delivery.count.limit", lambda c: str(c.group_share_delivery_count_limit),
-                   _int_in_range("share.delivery.count.limit", 2, 2, 10), 3, "4.3"),
+                   _int_in_range("share.delivery.count.limit", 2, 2, 10), 3, "4.3",
+                   broker_name="group.share.delivery.count.limit"),
     GroupConfigDef("share.partition.max.record.locks", lambda c: str(c.group_share_partition_max_record_locks),
-                   _int_in_range("share.partition.max.record.locks", 100, 100, 4000), 3, "4.3"),
+                   _int_in_range("share.partition.max.record.locks", 100, 100, 4000), 3, "4.3",
+                   broker_name="group.share.partition.max.record.locks"),
     GroupConfigDef("share.renew.acknowledge.enable", lambda c: "true", _boolean, 1, "4.3"),
     # Kafka 4.4 (KIP-1191, share.version 2)
     GroupConfigDef("errors.deadletterqueue.topic.name", lambda c: "", _dead_letter_topic, 2, "4.4"),
     GroupConfigDef("errors.deadletterqueue.copy.record.enable", lambda c: "false", _boolean, 1, "4.4"),
+    # Streams groups (KIP-1071): Kafka's defaults and bounds of the broker's group.streams.* settings
+    # (coordinator/streams_group_coordinator.StreamsGroupConfig); 4.4 keeps four of them out of DescribeConfigs.
+    GroupConfigDef("streams.session.timeout.ms", lambda c: "45000",
+                   _int_in_range("streams.session.timeout.ms", 1, 45_000, 60_000), 3, "4.1",
+                   broker_name="group.streams.session.timeout.ms"),
+    GroupConfigDef("streams.heartbeat.interval.ms", lambda c: "5000",
+                   _int_in_range("streams.heartbeat.interval.ms", 1, 5_000, 15_000), 3, "4.1",
+                   broker_name="group.streams.heartbeat.interval.ms"),
+    GroupConfigDef("streams.num.standby.replicas", lambda c: "0", _int_between(lambda c: 0, lambda c: 2), 3, "4.1",
+                   broker_name="group.streams.num.standby.replicas"),
+    GroupConfigDef("streams.initial.rebalance.delay.ms", lambda c: "3000",
+                   _int_between(lambda c: 0, lambda c: 2**31 - 1), 3, "4.2",
+                   broker_name="group.streams.initial.rebalance.delay.ms"),
+    GroupConfigDef("streams.assignment.interval.ms", lambda c: "1000",
+                   _int_in_range("streams.assignment.interval.ms", 0, 0, 15_000), 3, "4.3",
+                   broker_name="group.streams.assignment.interval.ms"),
+    GroupConfigDef("streams.assignor.offload.enable", lambda c: "true", _boolean, 1, "4.3", described=False),
+    GroupConfigDef("streams.rack.aware.assignment.tags", lambda c: "", _tags, 7, "4.4",
+                   broker_name="group.streams.rack.aware.assignment.tags"),
+    GroupConfigDef("streams.task.offset.interval.ms", lambda c: "60000",
+                   _int_between(lambda c: 15_000, lambda c: 2**31 - 1), 3, "4.4", described=False),
+    GroupConfigDef("streams.num.warmup.replicas", lambda c: "2", _int_between(lambda c: 0, lambda c: 20), 3, "4.4",
+                   described=False),
+    GroupConfigDef("streams.acceptable.recovery.lag", lambda c: "10000",
+                   _int_between(lambda c: 0, lambda c: 2**63 - 1), 5, "4.4", described=False),
+    GroupConfigDef("streams.assignor.name", lambda c: "sticky", _one_of("sticky"), 2, "4.4",
+                   broker_name="group.streams.assignors"),
 )}
 
 
@@ -132,10 +176,10 @@ class GroupConfigs:
         return self.overrides.get(group_id, {}).get(name)
 
     def effective(self, group_id: str) -> dict[str, tuple[str, bool]]:
-        """{name: (value, overridden)} of every group config."""
+        """{name: (value, overridden)} of every group config DescribeConfigs lists."""
         own = self.overrides.get(group_id, {})
         return {name: (own[name], True) if name in own else (d.default(self.config), False)
-                for name, d in self.definitions.items()}
+                for name, d in self.definitions.items() if d.described}
 
     def alter(self, group_id: str, overrides: Mapping[str, str], *, validate_only: bool = False) -> None:
         for name, value in overrides.items():
@@ -145,6 +189,12 @@ class GroupConfigs:
             problem = definition.check(value, self.config)
             if problem is not None:
                 raise GroupConfigError(f"Invalid value {value} for configuration {name}: {problem}")
+        if "streams.session.timeout.ms" in self.definitions:
+            session = int(overrides.get("streams.session.timeout.ms", "45000"))
+            heartbeat = int(overrides.get("streams.heartbeat.interval.ms", "5000"))
+            if session <= heartbeat:  # Kafka's validateSessionExceedsHeartbeat
+                raise GroupConfigError(f"streams.session.timeout.ms ({session}) must be greater than "
+                                       f"streams.heartbeat.interval.ms ({heartbeat})")
         if validate_only:
             return
         if overrides:

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.errors import KAFKA_LIMITS, DecodeLimits
+
 # {release: {api_key: (min_version, max_version)}}: the broker's ApiVersions answer of that release.
 RELEASE_API_VERSIONS: dict[str, dict[int, tuple[int, int]]] = {
     "3.7": {
@@ -135,8 +137,9 @@ _ADVERTISED_NOT_ACCEPTED_SINCE = "4.0"
 _ACCEPTED_FROM = {0: 3}
 
 # Served under a 4.x profile only: Kafka 4's group coordinator protocols (KIP-848 consumer groups, KIP-932
-# share groups with their admin and state APIs).
-KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+# share groups with their admin and state APIs, KIP-1071 streams groups: 4.2 on, with KIP-1331's topology
+# description update in 4.4). The release tables say which of them each 4.x release serves.
+KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93})
 KAFKA4 = "4.0"
 SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 
@@ -151,11 +154,19 @@ SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
     "4.0": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2)},
     "4.1": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    # 4.2 on also finalize streams.version 1 (KIP-1071 streams groups, not served here).
-    "4.2": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    "4.3": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1)},
-    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 2, 2)},
+    # 4.2 on also finalize streams.version 1 (KIP-1071 streams groups).
+    "4.2": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1),
+            "streams.version": (0, 1, 1)},
+    "4.3": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 1, 1),
+            "streams.version": (0, 1, 1)},
+    "4.4": {"group.version": (0, 1, 1), "transaction.version": (0, 2, 2), "share.version": (0, 2, 2),
+            "streams.version": (0, 1, 1)},
 }
+
+# Releases whose request decoders refuse collections of more than 1,000,000 elements and tagged-field sections of
+# more than 10,000 fields (protocol.errors.KAFKA_LIMITS): the generated message classes of 4.2.2 and 4.4.0 have
+# the checks, 4.3.1's and 4.1.2's do not (recorded: tests/reference/recorded/*/request_decoder_limits.json).
+DECODE_LIMITED = frozenset({"4.2", "4.4"})
 
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition.
 INTER_BROKER_APIS = (4, 5, 6, 7, 56)
@@ -192,6 +203,11 @@ class VersionProfile:
                         for key, value in features.items()}
         return VersionProfile(self.release, {k: v for k, v in self.advertised.items() if k not in api_keys},
                               {k: v for k, v in self.accepted.items() if k not in api_keys}, features)
+
+    @property
+    def decode_limits(self) -> DecodeLimits | None:
+        """The request decoder's caps of this release (None: only the bytes available limit a count)."""
+        return KAFKA_LIMITS if self.release in DECODE_LIMITED else None
 
     def accepts(self, api_key: int, version: int) -> bool:
         lo_hi = self.accepted.get(api_key)

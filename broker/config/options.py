@@ -64,13 +64,28 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 
 def is_security_setting(name: str) -> bool:
     """Settings of listeners' security (docs/running/security.md), kept by name in BrokerConfig.security: `ssl.*`,
-    `sasl.*`, the re-authentication and failure timings, the JAAS file, and any `listener.name.<name>.*`
-    prefixed setting."""
-    return name.startswith(("ssl.", "sasl.", "listener.name.")) or name in SECURITY_SETTINGS
+    `sasl.*`, the re-authentication and failure timings, the JAAS file, any `listener.name.<name>.*` prefixed
+    setting, and the delegation tokens' `delegation.token.*`."""
+    return name.startswith(("ssl.", "sasl.", "listener.name.", "delegation.token.")) or name in SECURITY_SETTINGS
 
 
 SECURITY_SETTINGS = ("connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
                      "java.security.auth.login.config")
+
+
+CONSOLE_PORT = 8080  # --console's port when none is given
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind to is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name (or the wildcard ""): other machines may reach it
 
 
 def parse_host_port(text: str, *, default_port: int | None = None) -> tuple[str, int]:
@@ -151,6 +166,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("log.flush.policy", "fsync", str,
            "none | grouped | always: when acks=all answers relative to fdatasync (minibroker's own)."),
     Option("fetch.max.bytes", "fetch_max_bytes", int, "Upper bound on a Fetch response's size."),
+    Option("max.incremental.fetch.session.cache.slots", "max_incremental_fetch_session_cache_slots", int,
+           "Fetch sessions (KIP-227) kept at once, split over 8 shards as Kafka does (below 8: none)."),
     Option("connections.max.idle.ms", "connections_max_idle_ms", int, "Idle connections are closed after this."),
     Option("controlled.shutdown.timeout.ms", "shutdown_timeout_ms", int,
            "On SIGTERM/SIGINT, how long in-flight requests may take (minibroker's own)."),
@@ -184,6 +201,10 @@ OPTIONS: tuple[Option, ...] = (
            "How long the first rebalance of an empty group waits for more members. 0 here (Kafka: 3000) so "
            "that a lone consumer starts at once; raise it for groups that start many members together."),
     Option("group.max.size", "group_max_size", int, "Most members a group may have (GROUP_MAX_SIZE_REACHED)."),
+    Option("quota.window.num", "quota_window_num", int,
+           "Client quotas: the samples a client's rates are measured over (Kafka's default 11)."),
+    Option("quota.window.size.seconds", "quota_window_size_seconds", int,
+           "Client quotas: the length of each sample, in seconds."),
     Option("group.consumer.session.timeout.ms", "group_consumer_session_timeout_ms", int,
            "KIP-848 consumer groups (4.x profiles): a member silent for this long is fenced."),
     Option("group.consumer.heartbeat.interval.ms", "group_consumer_heartbeat_interval_ms", int,
@@ -287,8 +308,13 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 class BrokerConfig:
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
     schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
+    console: str | None = None  # HOST:PORT of the web console (broker/http/console); None: off
+    console_password_file: str | None = None  # the console's password (first line); required off loopback
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
+    # A stop flushes every log and marks the shutdown clean; off for a test's throwaway data dir (the fixture
+    # brokers): logs closed as they are, no fdatasync, no mark (a restart recovers them by scanning).
+    durable_stop: bool = True
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")
@@ -316,6 +342,7 @@ class BrokerConfig:
     log_cleaner_dedupe_buffer_entries: int = 1_000_000
     fsync: str = "grouped"
     fetch_max_bytes: int = 55 * 1024 * 1024
+    max_incremental_fetch_session_cache_slots: int = 1000
     connections_max_idle_ms: int = 600_000
     shutdown_timeout_ms: int = 5_000
     zookeeper_connect: str | None = None
@@ -331,6 +358,8 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
     group_max_size: int = 2**31 - 1
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     group_consumer_session_timeout_ms: int = 45_000
     group_consumer_heartbeat_interval_ms: int = 5_000
     group_consumer_max_size: int = 2**31 - 1
@@ -430,6 +459,17 @@ class BrokerConfig:
 
     def validate(self) -> None:
         check_release(self.kafka_version)
+        if self.console is not None:
+            host, port = parse_host_port(self.console, default_port=CONSOLE_PORT)
+            others = {"--admin-listen": (self.admin_listen, 0), "--schema-registry": (self.schema_registry, 8081)}
+            for flag, (address, default_port) in others.items():
+                # Its pages' paths (/topics, /groups ...) are the admin endpoint's too: an address of its own.
+                if address and port and parse_host_port(address, default_port=default_port) == (host, port):
+                    raise ValueError(f"--console {self.console} is also {flag}'s address: give it one of its own")
+            if not is_loopback(host) and not self.console_password_file:
+                raise ValueError(f"--console {self.console} is reachable from other machines and the console can "
+                                 "change data: give it a password with --console-password-file FILE (or bind it "
+                                 "to 127.0.0.1)")
         if self.broker_id < 0 and not self.zookeeper_connect:
             self.broker_id = 0  # the embedded single broker is node 0
         names = [listener.name for listener in self.listeners]
@@ -446,6 +486,8 @@ class BrokerConfig:
             raise ValueError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         if self.num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
+        if self.max_incremental_fetch_session_cache_slots < 0:
+            raise ValueError("max.incremental.fetch.session.cache.slots must be at least 0")
         if self.offsets_topic_num_partitions < 1:
             raise ValueError("offsets.topic.num.partitions must be at least 1")
         if self.transaction_state_log_num_partitions < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.cluster.controller_events import AlterPartition
 from broker.handlers.context import RequestContext
 from broker.security.access import AclOperation, cluster_authorized
 from protocol.header import ErrorCode
@@ -24,10 +25,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if not cluster_authorized(ctx, AclOperation.CLUSTER_ACTION):
         error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    controller = getattr(ctx.broker.cluster, "controller", None)
+    cluster = ctx.broker.zk_cluster
+    controller = cluster.controller if cluster is not None else None
     if not error and (controller is None or not controller.active):
         error = ErrorCode.NOT_CONTROLLER
-    if error:
+    if error or controller is None:
         return {"throttle_time_ms": 0, "error_code": error, "topics": []}
     names = {}
     changes = []
@@ -38,7 +40,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             isr = [(b.broker_id, b.broker_epoch) for b in p.new_isr_with_epochs] if version >= 3 else \
                 [(b, -1) for b in p.new_isr]
             changes.append(((name, p.partition_index), p.leader_epoch, p.partition_epoch, isr))
-    result = await controller.call("alter_partition", req.broker_id, req.broker_epoch, changes)
+    result = await controller.call(AlterPartition(req.broker_id, req.broker_epoch, changes))
     if isinstance(result, Exception):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
     error, outcome = result

@@ -1,5 +1,5 @@
 """AlterShareGroupOffsets (KIP-932): a new share-partition start offset for partitions of an empty share
-group (NON_EMPTY_GROUP while it has members)."""
+group (NON_EMPTY_GROUP while it has members); a group not there yet is created empty, as Kafka does."""
 
 from __future__ import annotations
 
@@ -23,12 +23,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     group = groups.share.groups.get(req.group_id)
-    if group is None:
-        return answer(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a share group.")
-    if group.members:
+    if group is not None and group.members:
         return answer(ErrorCode.NON_EMPTY_GROUP, f"Share group {req.group_id} is not empty.")
     readable = set(authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.topic_name for t in req.topics)))
     responses = []
+    altered = []
     for t in req.topics:
         topic = broker.topics.get(t.topic_name)
         partitions = []
@@ -39,10 +38,18 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 log = topic.partitions[p.partition_index].log
-                offset = min(max(p.start_offset, log.log_start_offset), log.log_end_offset)
-                shares.alter_start(req.group_id, topic.topic_id, p.partition_index, offset)
+                altered.append((topic.topic_id, p.partition_index,
+                                min(max(p.start_offset, log.log_start_offset), log.log_end_offset)))
                 error = ErrorCode.NONE
             partitions.append({"partition_index": p.partition_index, "error_code": error})
         responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else None,
                           "partitions": partitions})
+    if altered and group is None:  # Kafka creates the share group, empty, to hold the state
+        # Kafka 4.4 creates it at group epoch 1, 4.2 at 0 (recorded against both)
+        error = await groups.create_share_group(req.group_id, 1 if broker.versions.since("4.4") else 0)
+        if error:
+            return answer(error, f"Group {req.group_id} is not a share group."
+                          if error == ErrorCode.GROUP_ID_NOT_FOUND else None)
+    for topic_id, index, offset in altered:
+        shares.alter_start(req.group_id, topic_id, index, offset)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "responses": responses}

@@ -1,5 +1,6 @@
 """ApiVersions: the version ranges and features of the broker's version profile (broker/config/kafka_versions.py:
-the Kafka release of --kafka-version, 3.9 by default); KIP-511 for unknown versions."""
+the Kafka release of --kafka-version, 3.9 by default); KIP-511 for unknown versions, KIP-1242 (v5) for a
+client that reached another cluster or node than it meant to."""
 
 from __future__ import annotations
 
@@ -27,14 +28,29 @@ def unsupported_version_body(versions: VersionProfile) -> dict[str, Any]:
             "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]}
 
 
+def client_software(version: int, req: Any) -> str | None:
+    """"name/version" of the client's software (v3+), for the protocol trace."""
+    return f"{req.client_software_name}/{req.client_software_version}" if version >= 3 else None
+
+
+def _error(error: ErrorCode) -> dict[str, Any]:
+    """Kafka's error answer: no versions, no features (the client must fix its request, or go elsewhere)."""
+    return {"error_code": error, "api_keys": [], "throttle_time_ms": 0, "supported_features": [],
+            "finalized_features_epoch": -1, "finalized_features": [], "zk_migration_ready": False}
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if ctx.header.api_version >= 3 and not (
+    version = ctx.header.api_version
+    if version >= 3 and not (
         _SOFTWARE.match(req.client_software_name or "") and _SOFTWARE.match(req.client_software_version or "")
     ):
-        # Kafka's error answer: no versions, no features (the client must fix its request first).
-        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0,
-                "supported_features": [], "finalized_features_epoch": -1, "finalized_features": [],
-                "zk_migration_ready": False}
-    versions = ctx.broker.versions
-    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(versions), "throttle_time_ms": 0,
-            **versions.features, "zk_migration_ready": False}
+        return _error(ErrorCode.INVALID_REQUEST)
+    if version >= 5 and (req.cluster_id is not None or req.node_id != -1):
+        # KIP-1242: a client names the cluster and node it means to reach (both or neither); another
+        # cluster or node behind this address (a reused address, a moved broker) makes it bootstrap again.
+        if req.cluster_id is None or req.node_id == -1:
+            return _error(ErrorCode.INVALID_REQUEST)
+        if req.cluster_id != ctx.broker.cluster_id or req.node_id != ctx.broker.node_id:
+            return _error(ErrorCode.REBOOTSTRAP_REQUIRED)
+    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(ctx.broker.versions), "throttle_time_ms": 0,
+            **ctx.broker.features.api_versions_fields(), "zk_migration_ready": False}

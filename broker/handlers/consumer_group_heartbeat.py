@@ -18,6 +18,9 @@ def _error(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if ctx.broker.features.level("group.version") < 1:
+        # The consumer group protocol is off (UpdateFeatures took group.version to 0), as Kafka answers.
+        return _error(ErrorCode.UNSUPPORTED_VERSION)
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     names = req.subscribed_topic_names

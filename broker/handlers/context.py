@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker.app import Broker, Endpoint
+    from protocol.header import RequestHeader
 
 # Without SASL or SSL every client is Kafka's anonymous principal.
 ANONYMOUS = "User:ANONYMOUS"
@@ -17,11 +21,12 @@ LATER = object()
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    header: Any  # protocol.header.RequestHeader
-    broker: Any  # broker.app.Broker: its topics, coordinators, config, authorizer
-    endpoint: Any  # broker.app.Endpoint: the listener the client connected to
+    header: RequestHeader
+    broker: Broker  # its topics, coordinators, config, authorizer, and the cluster as it sees it
+    endpoint: Endpoint  # the listener the client connected to
     peer: str
     principal: str = ANONYMOUS
+    token_authenticated: bool = False  # the principal logged in with a delegation token
     # Lets the connection start its next request. A Produce calls it once its appends are done: a Produce
     # that must wait first (KIP-890 verification by another broker) keeps its connection's later requests
     # behind it, so they still take effect in order. Other handlers release when they start.

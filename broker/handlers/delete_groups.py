@@ -19,6 +19,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     wanted = [g for g in req.groups_names if g is None or (g in deletable and g not in elsewhere)]
     # KIP-848 consumer groups: their records go (Empty only), then their offsets like any group's.
     consumer = {g: groups.consumer.delete_group(g, now) for g in wanted if g in groups.consumer.groups}
+    # KIP-1071 streams groups likewise (Empty only).
+    consumer.update({g: groups.streams.delete_group(g, now) for g in wanted if g in groups.streams.groups})
     # KIP-932 share groups (Empty only): their record, and the state of their share partitions.
     for g in [g for g in wanted if g in groups.share.groups]:
         error = groups.share.delete_group(g, now)

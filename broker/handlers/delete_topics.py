@@ -65,7 +65,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         answered_id = deleted_id if topic_id != ZERO_UUID or ctx.broker.versions.since("4.0") else ZERO_UUID
         results.append({"name": name, "topic_id": answered_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
-    if deleted and ctx.broker.replicas is None:  # a cluster's brokers each do it when the topic goes
+    if deleted and not ctx.broker.cluster.replicated:  # a cluster's brokers each do it when the topic goes
         groups = ctx.broker.groups
         await groups.loaded.wait()
         await groups.forget_topics(deleted)

@@ -219,6 +219,32 @@ def _broker_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, 
     return out
 
 
+def _group_configs(ctx: RequestContext, group_id: str, keys: set[str] | None, synonyms: bool) -> list[dict]:
+    """A group's configs: its own value or the default. Synonyms as the release lists them (live Kafka 4.2 and
+    4.4): up to 4.2 one, the config itself; from 4.3 the group's value, then the default under the name of the
+    broker setting it comes from (`group.share.record.lock.duration.ms`, ...)."""
+    configs = ctx.broker.group_configs
+    newer = ctx.broker.versions.since("4.3")
+    out = []
+    for name, (value, own) in configs.effective(group_id).items():
+        if keys is not None and name not in keys:
+            continue
+        definition = GROUP_CONFIGS[name]
+        source = DYNAMIC_GROUP_CONFIG if own else DEFAULT_CONFIG
+        if not synonyms:
+            chain = []
+        elif newer:
+            chain = [{"name": name, "value": value, "source": DYNAMIC_GROUP_CONFIG}] if own else []
+            chain.append({"name": definition.broker_name or name, "value": definition.default(ctx.broker.config),
+                          "source": DEFAULT_CONFIG})
+        else:
+            chain = [{"name": name, "value": value, "source": source}]
+        out.append({"name": name, "value": value, "read_only": False, "config_source": source,
+                    "is_default": not own, "is_sensitive": False, "synonyms": chain,
+                    "config_type": definition.kind, "documentation": None})
+    return out
+
+
 def _default_level_configs(ctx: RequestContext, keys: set[str] | None, synonyms: bool, version: int
                            ) -> list[dict]:
     """The cluster-wide dynamic defaults (resource name ""): only what is set at that level, as Kafka."""
@@ -282,13 +308,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         elif r.resource_type == BROKER_LOGGER:
             result.update(_logger_configs(ctx, r.resource_name, keys))
         elif r.resource_type == GROUP and ctx.broker.versions.since("4.0"):  # as in alter_configs
-            result["configs"] = [
-                {"name": name, "value": value, "read_only": False,
-                 "config_source": DYNAMIC_GROUP_CONFIG if own else DEFAULT_CONFIG,
-                 "is_default": not own, "is_sensitive": False, "synonyms": [],
-                 "config_type": GROUP_CONFIGS[name].kind, "documentation": None}
-                for name, (value, own) in ctx.broker.group_configs.effective(r.resource_name).items()
-                if keys is None or name in keys]
+            result["configs"] = _group_configs(ctx, r.resource_name, keys, synonyms)
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {r.resource_type}")

@@ -30,8 +30,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue
-        # KIP-848 and KIP-932 groups: ConsumerGroupDescribe and ShareGroupDescribe describe those.
-        consumer = group_id in groups.consumer.groups or group_id in groups.share.groups
+        # KIP-848, KIP-932 and KIP-1071 groups: Consumer/Share/StreamsGroupDescribe describe those.
+        consumer = group_id in groups.consumer.groups or group_id in groups.share.groups \
+            or group_id in groups.streams.groups
         if consumer or (version >= 6 and group_id not in groups.coordinator.groups):
             message = f"Group {group_id} is not a classic group." if consumer else f"Group {group_id} not found."
             out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE,

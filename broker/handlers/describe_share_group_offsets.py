@@ -1,5 +1,8 @@
 """DescribeShareGroupOffsets (KIP-932): the share-partition start offset of each partition a share group
-consumes (-1 where it has no state yet), for the named topics or all of them."""
+consumes (-1 where it has no state yet), for the named topics or all of them; v1 (Kafka 4.2+, KIP-1226) also
+the lag: the records from the start offset to the high watermark not yet acknowledged or archived. The start
+offset is the one Kafka's share-group state holds (SharePartition.persisted_start: -1 before the first
+acknowledgement, then one state write behind), as a live Kafka 4.4 reports it."""
 
 from __future__ import annotations
 
@@ -25,11 +28,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             out.append({"group_id": g.group_id, "topics": [], "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
                         "error_message": f"Group {g.group_id} is not a share group."})
             continue
-        starts: dict[tuple[str, int], int] = {}
+        starts: dict[tuple[str, int], tuple[int, int]] = {}  # (start offset, lag)
         for (_gid, topic_id, index), sp in shares.group_partitions(g.group_id):
             topic = broker.topics.get_by_id(topic_id)
             if topic is not None:
-                starts[(topic.name, index)] = sp.start_offset
+                starts[(topic.name, index)] = (sp.persisted_start, sp.lag(topic.partitions[index].high_watermark))
         if g.topics is None:
             wanted: dict[str, list[int]] = {}
             for name, index in sorted(starts):
@@ -48,9 +51,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     error = ErrorCode.NONE
-                partitions.append({"partition_index": index, "start_offset": starts.get((name, index), -1)
-                                   if error == ErrorCode.NONE else -1, "leader_epoch": 0 if error == ErrorCode.NONE
-                                   else -1, "error_code": error})
+                start, lag = starts.get((name, index), (-1, -1)) if error == ErrorCode.NONE else (-1, -1)
+                partitions.append({"partition_index": index, "start_offset": start, "lag": lag,
+                                   "leader_epoch": 0 if error == ErrorCode.NONE else -1, "error_code": error})
             topics.append({"topic_name": name, "topic_id": topic.topic_id if topic else None,
                            "partitions": partitions})
         out.append({"group_id": g.group_id, "topics": topics, "error_code": ErrorCode.NONE})

@@ -1,7 +1,9 @@
 """Fetch: stored batches straight from the log, long polling until min_bytes or max_wait_ms.
 
-Fetch sessions (KIP-227) are optional for a broker: we answer session id 0 ("no session"), so clients
-keep sending full fetch requests, as with a Kafka broker whose session cache is full.
+Fetch sessions (KIP-227, broker.services.fetch_sessions): a Fetch v7+ that opens one is answered with its
+id, and the session's incremental fetches read every partition of the session and answer only those with
+something new. A fetch that neither names nor wants a session (v0-6; a follower's or librdkafka's: session 0 at
+the final epoch) reads the request's partitions and nothing else.
 
 read_committed (KIP-98): whole batches below the last stable offset only, with the aborted transactions
 that overlap the returned range (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED and
@@ -28,11 +30,22 @@ from broker.handlers.context import LATER, RequestContext
 from broker.handlers.leader_hints import add_leader_hints
 from broker.log.partition_log import OffsetOutOfRangeError
 from broker.security.access import AclOperation, ResourceType, authorized, cluster_authorized
+from broker.services.fetch_sessions import (
+    FINAL_EPOCH,
+    INVALID_SESSION_ID,
+    TOPIC_IDS_FROM,
+    CachedPartition,
+    ContextKind,
+    FetchContext,
+    new_context,
+)
 from protocol.header import ErrorCode
+from protocol.messages.fetch import FetchTopic
 
 READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
 DOWN_CONVERT_BELOW = 4  # Fetch v0-3 read message format v0 (v0-1) or v1 (v2-3)
+SESSIONS_FROM = 7  # KIP-227
 _FRAME = struct.Struct(">qi")  # base offset, batch length
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
@@ -54,20 +67,23 @@ def _end_offset(records: bytes) -> int:
     return base + _LAST_OFFSET_DELTA.unpack_from(records, last + 23)[0] + 1
 
 
-def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the requested partitions: (topic responses, bytes read, any error)."""
+def _read(ctx: RequestContext, req: Any, topics: list[Any],
+          readable: dict[str, bool]) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the partitions to read (`topics`: the request's, or its session's): (topic responses,
+    bytes read, any error)."""
     broker = ctx.broker
     version = ctx.header.api_version
     read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
     remaining = req.max_bytes if version >= 3 else broker.config.fetch_max_bytes
     remaining = min(remaining, broker.config.fetch_max_bytes)
     replica_id = req.replica_id  # a follower's fetch (>= 0) reads up to the log end, and reports its progress
-    follower = replica_id >= 0 and broker.replicas is not None
+    replicas = broker.replicas if replica_id >= 0 else None  # in a cluster, a follower's fetch
+    follower = replicas is not None
     min_one = version >= 3  # KIP-74 (v3+): the first non-empty partition returns at least one whole batch
     total = 0
     any_error = False
     responses = []
-    for fetch_topic in req.topics:
+    for fetch_topic in topics:
         if version >= 13:
             topic = broker.topics.get_by_id(fetch_topic.topic_id)
             missing = ErrorCode.UNKNOWN_TOPIC_ID
@@ -105,8 +121,8 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
                 partitions.append(_partition_error(fp.partition, epoch_error))
                 any_error = True
                 continue
-            if follower:
-                broker.replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
+            if replicas is not None:
+                replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
             try:
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
                                    max_offset=None if follower else lso if read_committed else hw)
@@ -138,54 +154,95 @@ def _read(ctx: RequestContext, req: Any, readable: dict[str, bool]) -> tuple[lis
 
 def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
     """The answer without a task of its own when the data is there (or the client does not wait); else
-    LATER, and `handle` long-polls."""
-    refused = _refused_session(ctx, req)
-    if refused is not None:
-        return refused
-    responses, total, any_error = _read(ctx, req, {})
+    LATER, and `handle` long-polls (the session context is made again there: it changes nothing until the
+    answer)."""
+    context = _context(ctx, req)
+    if context is not None and context.kind is ContextKind.SESSION_ERROR:
+        return _session_error(context.error)
+    topics = _topics(req, context)
+    responses, total, any_error = _read(ctx, req, topics, {})
     if total >= req.min_bytes or any_error or req.max_wait_ms <= 0:
-        return _answer(ctx, req, responses, any_error)
+        return _answer(ctx, req, responses, any_error, context)
     return LATER
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    refused = _refused_session(ctx, req)
-    if refused is not None:
-        return refused
+    context = _context(ctx, req)
+    if context is not None and context.kind is ContextKind.SESSION_ERROR:
+        return _session_error(context.error)
+    topics = _topics(req, context)
     broker = ctx.broker
     deadline = trio.current_time() + max(0, req.max_wait_ms) / 1000
     readable: dict[str, bool] = {}
     while True:
         woken = broker.appends.event  # taken before reading, so no append between is missed
-        responses, total, any_error = _read(ctx, req, readable)
+        responses, total, any_error = _read(ctx, req, topics, readable)
         if total >= req.min_bytes or any_error or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):
             await woken.wait()
-    return _answer(ctx, req, responses, any_error)
+    return _answer(ctx, req, responses, any_error, context)
 
 
-def _refused_session(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
-    """Fetch sessions (KIP-227) are not kept: a client that names one is told so."""
-    if ctx.header.api_version >= 7 and req.session_id != 0:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                "session_id": 0, "responses": [], "node_endpoints": []}
-    return None
+def _context(ctx: RequestContext, req: Any) -> FetchContext | None:
+    """The fetch's session context (KIP-227), or None for a fetch that neither names nor wants a session."""
+    version = ctx.header.api_version
+    if version < SESSIONS_FROM or (req.session_id == INVALID_SESSION_ID and req.session_epoch == FINAL_EPOCH):
+        return None
+    by_id = version >= TOPIC_IDS_FROM
+    requested = [((t.topic_id if by_id else t.topic, p.partition),
+                  CachedPartition(t.topic, t.topic_id, p.partition, p.partition_max_bytes, p.fetch_offset,
+                                  p.current_leader_epoch, p.log_start_offset, p.last_fetched_epoch))
+                 for t in req.topics for p in t.partitions]
+    forgotten = [(t.topic_id if by_id else t.topic, p) for t in req.forgotten_topics_data for p in t.partitions]
+    return new_context(ctx.broker.fetch_sessions, version, req.session_id, req.session_epoch,
+                       req.replica_id >= 0, requested, forgotten)
 
 
-def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], any_error: bool) -> dict[str, Any]:
+def _topics(req: Any, context: FetchContext | None) -> list[Any]:
+    """What to read: the request's topics, or an incremental fetch's session partitions in fetch order (one
+    topic entry per run of partitions of the same topic, as Kafka's response groups them)."""
+    if context is None or context.kind is not ContextKind.INCREMENTAL:
+        return req.topics
+    topics: list[FetchTopic] = []
+    last: Any = None
+    for key, partition in zip(context.keys, context.partitions, strict=True):
+        if not topics or key[0] != last:
+            topics.append(FetchTopic(partition.topic, partition.topic_id, []))
+            last = key[0]
+        topics[-1].partitions.append(partition)
+    return topics
+
+
+def _session_error(error: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": error, "session_id": INVALID_SESSION_ID, "responses": [],
+            "node_endpoints": []}
+
+
+def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], any_error: bool,
+            context: FetchContext | None) -> dict[str, Any]:
     version = ctx.header.api_version
     broker = ctx.broker
+    session_id = INVALID_SESSION_ID
+    if context is not None:
+        answers = [p for t in responses for p in t["partitions"]]
+        error, session_id, answered = context.respond(broker.fetch_sessions, answers, broker.now_ms())
+        if error:
+            return _session_error(error)
+        if len(answered) < len(answers):  # an incremental fetch: the partitions with news only
+            keep = {id(answers[i]) for i in answered}
+            responses = [t | {"partitions": kept} for t in responses
+                         if (kept := [p for p in t["partitions"] if id(p) in keep])]
     if version < DOWN_CONVERT_BELOW:
         _down_convert(ctx, req, responses)
     nodes = []
-    if any_error and broker.replicas is not None:
+    if any_error and broker.cluster.replicated:
         names = {t["topic_id"]: t["topic"] for t in responses}
         if version >= 13:
             names = {tid: (found.name if (found := broker.topics.get_by_id(tid)) else None) for tid in names}
         nodes = add_leader_hints(ctx, ((names[t["topic_id"]] if version >= 13 else t["topic"], p, "partition_index")
                                        for t in responses for p in t["partitions"]))
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses,
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session_id, "responses": responses,
             "node_endpoints": nodes}
 
 

@@ -7,16 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
-from broker.handlers.control import control_error
+from broker.handlers.control import control_error, zookeeper_mode
 from protocol.header import ErrorCode
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error = control_error(ctx, req)
     if not error:
-        await ctx.broker.cluster.ensure_topic_configs(t.topic_name for t in req.topic_states)
+        cluster, replicas = zookeeper_mode(ctx)
+        await cluster.admin.ensure_topic_configs(t.topic_name for t in req.topic_states)
         error = control_error(ctx, req)  # a newer controller may have spoken meanwhile
-    results = {} if error else ctx.broker.replicas.apply_leader_and_isr(req)
+    results = {} if error else replicas.apply_leader_and_isr(req)
     topics = []
     for topic_state in req.topic_states:
         partitions = [{"topic_name": topic_state.topic_name, "partition_index": p.partition_index,

@@ -1,5 +1,5 @@
-"""ListGroups: every group, filtered by state (v4+) and type (v5+: "classic", "consumer" (KIP-848) or
-"share" (KIP-932))."""
+"""ListGroups: every group, filtered by state (v4+) and type (v5+: "classic", "consumer" (KIP-848), "share"
+(KIP-932) or "streams" (KIP-1071))."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from protocol.header import ErrorCode
 CLASSIC = "classic"
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -24,9 +25,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     states = req.states_filter if version >= 4 else ()
     listed: list[tuple[Any, str]] = []
     if not types or CLASSIC in types:
-        # A consumer group's committed offsets are held like a simple group's: it is listed as consumer.
+        # A consumer or streams group's committed offsets are held like a simple group's: it is listed as such.
         listed += [(g, CLASSIC) for g in groups.coordinator.list_groups(states)
-                   if g.group_id not in groups.consumer.groups]
+                   if g.group_id not in groups.consumer.groups and g.group_id not in groups.streams.groups]
     if not types or CONSUMER in types:
         wanted = {s.lower() for s in states}
         listed += [(_Listed(gid, CONSUMER, g.state.value), CONSUMER) for gid, g in groups.consumer.groups.items()
@@ -34,6 +35,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not types or SHARE in types:
         wanted = {s.lower() for s in states}
         listed += [(_Listed(gid, SHARE, g.state.value), SHARE) for gid, g in groups.share.groups.items()
+                   if not wanted or g.state.value.lower() in wanted]
+    if not types or STREAMS in types:
+        wanted = {s.lower() for s in states}
+        listed += [(_Listed(gid, STREAMS, g.state.value), STREAMS) for gid, g in groups.streams.groups.items()
                    if not wanted or g.state.value.lower() in wanted]
     if not cluster_authorized(ctx, AclOperation.DESCRIBE):
         # Without DESCRIBE on the cluster, the groups the client may describe (KafkaApis.handleListGroupsRequest).

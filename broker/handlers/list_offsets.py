@@ -44,8 +44,8 @@ def _lookup(log: Any, ts: int, last_fetchable: int) -> tuple[int, int, int]:
             else log.leader_epoch
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset, log.epoch_for_offset(log.log_start_offset)
-    if ts == LATEST_TIERED:
-        return -1, -1, -1  # no tiered storage: nothing has been tiered
+    if ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return NOT_FOUND  # no tiered storage: nothing tiered, nothing waiting to be uploaded (KIP-1023)
     if ts == MAX_TIMESTAMP:
         offset, timestamp = log.max_timestamp()
     else:

@@ -1,5 +1,6 @@
 """OffsetFetch: a group's committed offsets for the given partitions, or all of them (null topics, v2+);
-several groups per request from v8. A partition without a commit answers offset -1."""
+several groups per request from v8; topics named by id from v10. A partition without a commit answers
+offset -1."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from itertools import groupby
 from typing import Any
 
 from broker.handlers.context import RequestContext
+from broker.handlers.topic_ids import name_topics
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from protocol.group_records import OffsetValue
 from protocol.header import ErrorCode
@@ -22,7 +24,10 @@ def _partition(index: int, value: OffsetValue | None, error: ErrorCode = ErrorCo
             "metadata": value.metadata, "error_code": error}
 
 
-def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> list[dict[str, Any]]:
+def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool,
+            by_id: bool = False) -> list[dict[str, Any]]:
+    if by_id:
+        return _topics_by_id(ctx, group_id, topics, require_stable)
     coordinator = ctx.broker.groups.coordinator
     wanted = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
     found = coordinator.fetch_offsets(group_id, wanted)
@@ -44,6 +49,28 @@ def _topics(ctx: RequestContext, group_id: str, topics: Any, require_stable: boo
     return out
 
 
+def _topics_by_id(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> list[dict[str, Any]]:
+    """v10: the answer by name, each topic under its id, in the order asked; an id no topic has answers
+    UNKNOWN_TOPIC_ID for its partitions, and of all topics (null) those that no longer exist are left out."""
+    name_topics(ctx, topics)
+    known = None if topics is None else [t for t in topics if t.name is not None]
+    by_name = {entry["name"]: entry for entry in _topics(ctx, group_id, known, require_stable)}
+    if topics is None:
+        asked = [(name, None) for name in by_name]
+    else:
+        asked = [(t.name, t) for t in topics]
+    out = []
+    for name, t in asked:
+        topic = ctx.broker.topics.get(name) if name is not None else None
+        if topic is None:
+            if t is not None:
+                out.append({"topic_id": t.topic_id, "partitions": [
+                    _partition(i, None, ErrorCode.UNKNOWN_TOPIC_ID) for i in t.partition_indexes]})
+            continue
+        out.append({**by_name.get(name, {"name": name, "partitions": []}), "topic_id": topic.topic_id})
+    return out
+
+
 def _group_error(ctx: RequestContext, group_id: str, member_id: str | None = None,
                  member_epoch: int = -1) -> ErrorCode:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
@@ -51,8 +78,9 @@ def _group_error(ctx: RequestContext, group_id: str, member_id: str | None = Non
     error = ctx.broker.groups.runtime.error_for(group_id)
     if error:
         return error
-    # v9+: a KIP-848 member names itself and its epoch (STALE_MEMBER_EPOCH when it is behind).
-    return ctx.broker.groups.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+    # v9+: a KIP-848 or KIP-1071 member names itself and its epoch (STALE_MEMBER_EPOCH when it is behind).
+    modern = ctx.broker.groups.modern_coordinator(group_id) or ctx.broker.groups.consumer
+    return modern.validate_offset_fetch(group_id, member_id, member_epoch)
 
 
 def _legacy(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -92,7 +120,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             error = _group_error(ctx, g.group_id, g.member_id if version >= 9 else None,
                                  g.member_epoch if version >= 9 else -1)
             groups.append({"group_id": g.group_id, "error_code": error,
-                           "topics": _topics(ctx, g.group_id, g.topics, stable) if error == ErrorCode.NONE else []})
+                           "topics": _topics(ctx, g.group_id, g.topics, stable, version >= 10)
+                           if error == ErrorCode.NONE else []})
         return {"throttle_time_ms": 0, "groups": groups}
     error = _group_error(ctx, req.group_id)
     if error != ErrorCode.NONE:

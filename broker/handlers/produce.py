@@ -8,7 +8,7 @@ the producer's transaction before that first batch (KIP-890)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -32,6 +32,9 @@ from protocol.records import (
     parse_batch_header,
     verify_crc,
 )
+
+if TYPE_CHECKING:
+    from broker.app import Broker
 
 ZSTD = 4
 LEGACY_FROM = 3  # Produce v0-2 may carry message format v0/v1
@@ -127,8 +130,8 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
     txn_id = req.transactional_id
     add = ctx.header.api_version >= IMPLICIT_ADD_FROM
     txns = broker.txns
-    if broker.replicas is not None and txns.runtime.error_for(txn_id):
-        return await broker.cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
+    if broker.zk_cluster is not None and txns.runtime.error_for(txn_id):  # the coordinator is another broker
+        return await broker.zk_cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
     if add:
         return dict.fromkeys(wanted, await _add_to_transaction(broker, txn_id, *producer, wanted))
     # The coordinator replays __transaction_state when it starts (shortly after a restart): until then it knows
@@ -144,7 +147,7 @@ def _verified_now(ctx: RequestContext, req: Any) -> dict[tuple[str, int], ErrorC
     if not wanted:
         return {}
     txns = ctx.broker.txns
-    if ctx.broker.replicas is not None or ctx.header.api_version >= IMPLICIT_ADD_FROM or not txns.loaded.is_set():
+    if ctx.broker.cluster.replicated or ctx.header.api_version >= IMPLICIT_ADD_FROM or not txns.loaded.is_set():
         return LATER
     return {tp: txns.coordinator.producer_in_transaction(*producer, tp) for tp in wanted}
 
@@ -175,7 +178,7 @@ def _unverified(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], t
     return wanted, producer
 
 
-async def _add_to_transaction(broker: Any, transactional_id: str, producer_id: int, producer_epoch: int,
+async def _add_to_transaction(broker: Broker, transactional_id: str, producer_id: int, producer_epoch: int,
                               partitions: list[tuple[str, int]]) -> ErrorCode:
     """Transaction version 2 with this broker's coordinator (Kafka's AddPartitionsToTxnManager with TV2). A
     fenced producer gets INVALID_PRODUCER_EPOCH, as Kafka answers Produce."""
@@ -289,7 +292,7 @@ def _append_legacy(ctx: RequestContext, partition: Partition, pdata: Any, now: i
     return _appended_response(pdata.index, appended), None if appended.error else appended.last_offset
 
 
-async def _durable(broker: Any, partition: Partition, offset: int, response: dict[str, Any],
+async def _durable(broker: Broker, partition: Partition, offset: int, response: dict[str, Any],
                    timeout_s: float) -> None:
     """acks=all: the fdatasync covering `offset` and, for a replicated partition, every in-sync replica; an
     error (KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS_AFTER_APPEND, ...) replaces the answer."""
@@ -420,5 +423,5 @@ def _answer(ctx: RequestContext, acks: int, responses: list[dict[str, Any]]) -> 
     if acks == 0:
         return None
     nodes = add_leader_hints(ctx, ((t["name"], p, "index") for t in responses for p in t["partition_responses"])) \
-        if ctx.broker.replicas is not None else []
+        if ctx.broker.cluster.replicated else []
     return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": nodes}

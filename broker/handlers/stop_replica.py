@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.context import RequestContext
-from broker.handlers.control import control_error
+from broker.handlers.control import control_error, zookeeper_mode
 from protocol.header import ErrorCode
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error = control_error(ctx, req)
-    results = {} if error else ctx.broker.replicas.apply_stop_replica(req)
+    results = {} if error else zookeeper_mode(ctx)[1].apply_stop_replica(req)
     return {"error_code": error, "partition_errors": [
         {"topic_name": t.topic_name, "partition_index": p.partition_index,
          "error_code": error or results.get((t.topic_name, p.partition_index), ErrorCode.NONE)}

@@ -5,6 +5,9 @@ Starlette routes with its own error body; the services asked for on one address 
     app = build_app([admin_service(...), registry_service(...)])
     address = await nursery.start(serve, app, "127.0.0.1", 0)
 
+A `StreamingRoute` (server-sent events: the console's live tail and trace) is not cut at the
+request time; it runs until its client goes or the broker stops.
+
 A request never takes the broker down: a body over the bound, a request over its time, a failing handler and
 an unknown path are each answered with the service's error body (and a handler's exception is logged).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +26,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute, Match, Route
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +58,16 @@ class HttpService:
 
     def owns(self, scope: Scope) -> bool:
         return any(route.matches(scope)[0] != Match.NONE for route in self.routes)
+
+    def streams(self, scope: Scope) -> bool:
+        """Whether the request goes to a streaming route (exempt from the request time bound)."""
+        return any(isinstance(route, StreamingRoute) and route.matches(scope)[0] == Match.FULL
+                   for route in self.routes)
+
+
+class StreamingRoute(Route):
+    """A route whose answer is a stream that lasts (server-sent events): the request time bound does not apply
+    to it; it ends when the client goes or the broker stops."""
 
 
 def build_app(services: Sequence[HttpService], *, max_body: int = MAX_BODY_BYTES,
@@ -119,8 +133,9 @@ class Bounded:
             started = True
             await send(message)
 
+        timeout_s = math.inf if self.owner(scope).streams(scope) else self.timeout_s
         try:
-            with trio.move_on_after(self.timeout_s) as deadline:
+            with trio.move_on_after(timeout_s) as deadline:
                 await self.app(scope, bounded_receive, marked_send)
         except _BodyTooLarge:
             if not started:

@@ -167,6 +167,18 @@ class FaultInjector:
         return {(r.topic, r.partition) for r in self.rules
                 if r.action is FaultAction.LEADER_UNAVAILABLE and r.topic is not None and r.partition is not None}
 
+    def rewrite_response(self, api: ApiKey, response: Any, now_ms: int) -> None:
+        """What a rule changes in a response that was answered: Metadata shows no leader for the partitions
+        of LEADER_UNAVAILABLE rules, as during an election."""
+        if api != ApiKey.METADATA or not isinstance(response, dict):
+            return
+        hidden = self.unavailable_leaders(now_ms)
+        for topic in response.get("topics") or []:
+            for partition in topic.get("partitions") or []:
+                if (topic.get("name"), partition.get("partition_index")) in hidden:
+                    partition.update(error_code=ErrorCode.LEADER_NOT_AVAILABLE, leader_id=-1, leader_epoch=-1,
+                                     isr_nodes=[])
+
 
 def _api_key(api: ApiKey | int | str | None) -> ApiKey | None:
     if api is None or isinstance(api, ApiKey):

@@ -8,10 +8,13 @@ and the result is safe to keep in the test's thread.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker.app import Broker
 
 
-def topics(broker: Any, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+def topics(broker: Broker, include_internal: bool = False) -> dict[str, dict[str, Any]]:
     out = {}
     for topic in broker.topics:
         if topic.is_internal and not include_internal:
@@ -33,7 +36,7 @@ def topics(broker: Any, include_internal: bool = False) -> dict[str, dict[str, A
     return out
 
 
-def groups(broker: Any) -> dict[str, dict[str, Any]]:
+def groups(broker: Broker) -> dict[str, dict[str, Any]]:
     service = broker.__dict__.get("groups")  # None until the group coordinator has started
     if service is None:
         return {}
@@ -90,7 +93,7 @@ def groups(broker: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def share_partitions(broker: Any) -> dict[str, dict[str, dict[str, Any]]]:
+def share_partitions(broker: Broker) -> dict[str, dict[str, dict[str, Any]]]:
     """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}"""
     service = broker.__dict__.get("share_partitions")
     if service is None:
@@ -104,7 +107,7 @@ def share_partitions(broker: Any) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def transactions(broker: Any) -> dict[str, dict[str, Any]]:
+def transactions(broker: Broker) -> dict[str, dict[str, Any]]:
     service = broker.__dict__.get("txns")
     if service is None:
         return {}
@@ -116,7 +119,17 @@ def transactions(broker: Any) -> dict[str, dict[str, Any]]:
     } for txn in service.coordinator.txns.values()}
 
 
-def producers(broker: Any, topic: str, partition: int) -> list[dict[str, Any]]:
+def fetch_sessions(broker: Broker) -> list[dict[str, Any]]:
+    """The fetch sessions (KIP-227) the broker keeps."""
+    cache = broker.__dict__.get("fetch_sessions")
+    if cache is None:
+        return []
+    return [{"session_id": s.id, "epoch": s.epoch, "partitions": len(s.partitions), "privileged": s.privileged,
+             "uses_topic_ids": s.uses_topic_ids, "created_ms": s.creation_ms, "last_used_ms": s.last_used_ms}
+            for shard in cache.shards for s in shard.sessions.values()]
+
+
+def producers(broker: Broker, topic: str, partition: int) -> list[dict[str, Any]]:
     found = broker.topics.get(topic)
     if found is None or not 0 <= partition < len(found.partitions):
         raise KeyError(f"no partition {topic}-{partition}")
@@ -130,13 +143,13 @@ def producers(broker: Any, topic: str, partition: int) -> list[dict[str, Any]]:
     return out
 
 
-def zookeeper(broker: Any) -> dict[str, Any]:
+def zookeeper(broker: Broker) -> dict[str, Any]:
     """This broker's ZooKeeper session (empty for a single broker): its id and password (hex), so a test can
     expire it from outside, whether it is connected, and the broker epoch of its registration."""
-    cluster = broker.cluster
-    session = getattr(cluster, "session", None)
-    if session is None:
+    cluster = broker.zk_cluster
+    if cluster is None:
         return {}
+    session = cluster.session
     password = session.session_password
     return {"session_id": session.session_id, "session_password": password.hex() if password else None,
             "connected": session.connected, "broker_epoch": cluster.broker_epoch,

@@ -11,9 +11,12 @@ from __future__ import annotations
 import bisect
 import struct
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.header import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from broker.app import Broker
 
 # Latency buckets, seconds.
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -96,7 +99,7 @@ class Metrics:
                     self.bytes_out[name] += size
                     self.messages_out[name] += count
 
-    def render(self, broker: Any, connections: int) -> str:
+    def render(self, broker: Broker, connections: int) -> str:
         lines: list[str] = []
 
         def family(name: str, kind: str, help_text: str) -> None:

@@ -1,20 +1,25 @@
-"""The decoded protocol trace (`--trace FILE`): one JSON line per request and one per response, with the
-connection, the client's id and software (from its ApiVersions request), the API and version, the
-correlation id, the decoded fields (record payloads summarised: batches, records, bytes, base offsets),
-the error codes of the answer and its latency.
+"""The decoded protocol trace: one event per request and one per response, with the connection, the client's id
+and software (from its ApiVersions request), the API and version, the correlation id, the decoded fields
+(record payloads summarised: batches, records, bytes, base offsets), the error codes of the answer and its
+latency.
 
-Lines go through a buffered file that a background task flushes twice a second (and at shutdown), so
-tracing costs an encoding per request and no system call; off, it costs nothing.
+Events go to a file (`--trace FILE`, one JSON line each) and/or stay in memory for the console's live trace
+(`--console`): the newest `keep` of them, and a copy to each watcher. The file is buffered and a background
+task flushes it twice a second (and at shutdown), so tracing costs an encoding per request and no system call;
+off, it costs nothing.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import struct
 import time
 import uuid
 from typing import IO, Any
+
+import trio
 
 from protocol.header import ErrorCode
 
@@ -77,12 +82,36 @@ def error_names(response: Any, depth: int = 0) -> list[str]:
 
 
 class Tracer:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str | None = None, *, keep: int = 0) -> None:
+        """`path`: the JSON-lines file (None: none); `keep`: how many recent events stay in memory."""
         self.path = path
-        self._file: IO[str] = open(path, "a", buffering=1 << 16)  # noqa: SIM115 - closed by close()
+        self._file: IO[str] | None = None if path is None else \
+            open(path, "a", buffering=1 << 16)  # noqa: SIM115 - closed by close()
+        self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
+        # each watcher's receiving end -> the sending end events go to
+        self._watchers: dict[trio.MemoryReceiveChannel[dict[str, Any]], trio.MemorySendChannel[dict[str, Any]]] = {}
 
     def write(self, event: dict[str, Any]) -> None:
-        self._file.write(json.dumps(event, default=str) + "\n")
+        if self._file is not None:
+            self._file.write(json.dumps(event, default=str) + "\n")
+        self.recent.append(event)
+        for watcher in self._watchers.values():
+            try:
+                watcher.send_nowait(event)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # a watcher that does not keep up misses events; the broker never waits for it
+
+    def watch(self, buffer: int = 1000) -> trio.MemoryReceiveChannel[dict[str, Any]]:
+        """The events from now on, until `unwatch`."""
+        send, receive = trio.open_memory_channel[dict[str, Any]](buffer)
+        self._watchers[receive] = send
+        return receive
+
+    def unwatch(self, receive: trio.MemoryReceiveChannel[dict[str, Any]]) -> None:
+        send = self._watchers.pop(receive, None)
+        if send is not None:
+            send.close()
+        receive.close()
 
     def request(self, peer: str, client: dict[str, Any], api: str, version: int, correlation_id: int,
                 request: Any) -> None:
@@ -99,7 +128,12 @@ class Tracer:
         self.write(event)
 
     def flush(self) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+        for watcher in self._watchers.values():
+            watcher.close()
+        self._watchers.clear()

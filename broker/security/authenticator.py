@@ -87,6 +87,7 @@ class SaslAuthenticator:
         self.mechanism: str | None = None
         self.server: SaslServer | None = None
         self.principal: str | None = None  # set when authentication completes
+        self.token_authenticated = False  # with a delegation token (it may then not manage tokens)
         self.framed = True  # SaslHandshake v1+: tokens in SaslAuthenticate requests; v0: raw size-prefixed tokens
         self.session_expiry_ms: int | None = None  # when the session ends (connections.max.reauth.ms, token exp)
         self.failure: str | None = None  # why authentication failed (for the log)
@@ -205,6 +206,7 @@ class SaslAuthenticator:
             return AuthenticateAnswer(0, None, response, 0)
         lifetime = self._session_lifetime(server, now_ms)
         self.principal = principal
+        self.token_authenticated = server.token_authenticated
         self._previous_principal = None
         self._transition(SaslState.COMPLETE)
         return AuthenticateAnswer(0, None, response, lifetime)

@@ -189,7 +189,9 @@ def _oauth_validator(settings: ListenerSettings, now_ms: Callable[[], int]) -> s
 
 def build_listener_security(name: str, protocol: SecurityProtocol, values: Mapping[str, str], *,
                             scram_lookup: Callable[[str, str], sasl.ScramKeys | None],
-                            now_ms: Callable[[], int]) -> ListenerSecurity:
+                            now_ms: Callable[[], int],
+                            token_lookup: Callable[[str, str], sasl.TokenCredential | None] | None = None
+                            ) -> ListenerSecurity:
     """Everything a listener needs, checked at startup so that a bad setting stops the broker there."""
     settings = ListenerSettings(name, values)
     out = ListenerSecurity(name, protocol,
@@ -222,7 +224,7 @@ def build_listener_security(name: str, protocol: SecurityProtocol, values: Mappi
             factories[sasl.PLAIN] = lambda: sasl.PlainServer(users)
         for mech in (sasl.SCRAM_SHA_256, sasl.SCRAM_SHA_512):
             if mech in enabled:
-                factories[mech] = lambda mech=mech: sasl.ScramServer(mech, scram_lookup)
+                factories[mech] = lambda mech=mech: sasl.ScramServer(mech, scram_lookup, token_lookup)
         if sasl.OAUTHBEARER in enabled:
             validator = _oauth_validator(settings, now_ms)
             factories[sasl.OAUTHBEARER] = lambda: sasl.OAuthBearerServer(validator)

@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
@@ -44,6 +44,8 @@ class SaslServer:
         self.authorization_id = ""
         # When the credential stops being valid (epoch ms; an OAUTHBEARER token's expiry), else None.
         self.credential_expiry_ms: int | None = None
+        # Logged in with a delegation token (SCRAM's tokenauth=true): such a client may not manage tokens.
+        self.token_authenticated = False
 
     def evaluate(self, token: bytes) -> bytes:
         raise NotImplementedError
@@ -100,24 +102,44 @@ class ScramKeys:
     iterations: int
 
 
+class TokenCredential(Protocol):
+    """A delegation token's SCRAM keys and whose token it is (broker.services.delegation_tokens.TokenKeys)."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+    owner: str  # "User:alice"
+    expiry_ms: int
+
+
+# The SCRAM extensions Kafka's server accepts (ScramSaslServer.SUPPORTED_EXTENSIONS).
+TOKEN_AUTH = "tokenauth"
+
+
 class ScramServer(SaslServer):
-    """SCRAM-SHA-256/512 against stored keys; `lookup(user, mechanism)` gives them (None: unknown user)."""
+    """SCRAM-SHA-256/512 against stored keys; `lookup(user, mechanism)` gives them (None: unknown user). A client
+    that sends the extension `tokenauth=true` logs in with a delegation token (`token_lookup(token id,
+    mechanism)`) and becomes the token's owner."""
 
     MIN_ITERATIONS = 4096
 
-    def __init__(self, mechanism: str, lookup: Callable[[str, str], ScramKeys | None]) -> None:
+    def __init__(self, mechanism: str, lookup: Callable[[str, str], ScramKeys | None],
+                 token_lookup: Callable[[str, str], TokenCredential | None] | None = None) -> None:
         super().__init__()
         import scramp  # only SCRAM listeners load it
 
         self.mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self._scramp = scramp
         self._server: Any = scramp.ScramMechanism(mechanism).make_server(self._keys)
         self._username = ""
         self._step = 0
+        self._found: ScramKeys | TokenCredential | None = None
 
     def _keys(self, username: str) -> tuple[bytes, bytes, bytes, int] | None:
-        keys = self._lookup(username, self.mechanism)
+        keys = self._found
         if keys is None:
             return None
         return keys.salt, keys.stored_key, keys.server_key, keys.iterations
@@ -131,9 +153,18 @@ class ScramServer(SaslServer):
         if self._step == 0:
             self._step = 1
             username, authzid = _scram_client_first_names(text)
-            keys = self._lookup(username, self.mechanism) if username else None
+            text, extensions = _scram_extensions(text)
+            if set(extensions) - {TOKEN_AUTH}:
+                raise SaslError(f"Unsupported extensions will not be processed: {sorted(extensions)}")
+            token = extensions.get(TOKEN_AUTH, "").lower() == "true"
+            keys: ScramKeys | TokenCredential | None
+            if token:
+                keys = self._token_lookup(username, self.mechanism) if self._token_lookup and username else None
+            else:
+                keys = self._lookup(username, self.mechanism) if username else None
             if keys is None:
                 raise SaslError("Authentication failed: Invalid user credentials")
+            self._found = keys
             if authzid and authzid != username:
                 raise SaslAuthenticationError("Authentication failed: Client requested an authorization id that "
                                               "is different from username")
@@ -142,10 +173,18 @@ class ScramServer(SaslServer):
                                 f"for {self.mechanism}")
             try:
                 self._server.set_client_first(text)
+                if extensions:  # they are part of the message the client's proof signs
+                    self._server.client_first_bare += "".join(f",{k}={v}" for k, v in extensions.items())
                 first = self._server.get_server_first()
             except ScramException as exc:
                 raise SaslError(f"Invalid client first message: {exc}") from None
-            self._username = username
+            if token:
+                owner = keys.owner  # type: ignore[union-attr]
+                self._username = owner.partition(":")[2] or owner
+                self.token_authenticated = True
+                self.credential_expiry_ms = keys.expiry_ms  # type: ignore[union-attr]
+            else:
+                self._username = username
             return first.encode()
         if self._step == 1:
             self._step = 2
@@ -158,6 +197,22 @@ class ScramServer(SaslServer):
             self.complete = True
             return final.encode()
         raise SaslAuthenticationError("Unexpected challenge in SCRAM server state COMPLETE")
+
+
+def _scram_extensions(text: str) -> tuple[str, dict[str, str]]:
+    """A client-first message without its extensions (`,key=value` after the nonce, as Kafka's client appends
+    `tokenauth=true`; RFC 5802's own attributes are one letter) and the extensions."""
+    head, nonce, rest = text.partition(",r=")
+    if not nonce:
+        return text, {}
+    value, *pairs = rest.split(",")
+    extensions = {}
+    for pair in pairs:
+        key, eq, val = pair.partition("=")
+        if not eq or len(key) < 2:
+            return text, {}  # not Kafka's extensions: left for the SCRAM library to judge
+        extensions[key] = val
+    return f"{head},r={value}", extensions
 
 
 def _scram_client_first_names(text: str) -> tuple[str, str]:

@@ -1,9 +1,11 @@
-"""One client connection: socket -> frame (4-byte size + body) -> header -> decoded request -> handler ->
-encoded response.
+"""One client connection: socket -> frame (4-byte size + body, broker.server.framing) -> header -> decoded
+request -> handler -> encoded response.
 
 Requests of one connection are started in arrival order; handlers that wait (acks=all durability,
 Fetch long poll) run as tasks so later requests can proceed; responses leave strictly in request order,
-those that are ready coalesced into one write.
+those that are ready coalesced into one write. A SASL listener's authentication frames are answered by
+broker.server.sasl_framing; TLS connections (broker.server.tls_connection) read and write through trio's
+SSLStream.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,30 +21,26 @@ from typing import Any
 
 import trio
 
-from broker.app import Endpoint
+from broker.app import Broker, Endpoint
 from broker.handlers.context import ANONYMOUS, LATER, RequestContext
-from broker.observability.faults import FaultAction, FaultInjector, error_response
-from broker.observability.metrics import Metrics
-from broker.observability.trace import Tracer
+from broker.observability.faults import FaultAction, error_response
+from broker.observability.instruments import Instruments
 from broker.server.dispatch import Api, lookup
+from broker.server.framing import FrameTooLarge, frame_response, frame_size, take_frame
+from broker.server.sasl_framing import Answer, Close, Fail, SaslFraming, Verdict
 from protocol.errors import DecodeError
-from protocol.header import (
-    ApiKey,
-    ErrorCode,
-    parse_request_header,
-    response_header_version,
-)
+from protocol.header import ApiKey, ErrorCode, RequestHeader, parse_request_header, response_header_version
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 64  # per connection; more requests wait in the socket buffer (backpressure)
 RECV_SIZE = 256 * 1024
 DIRECT_READ_MIN = 256 * 1024  # frames from this size on are read into their own buffer
-_PRODUCE_KEY = struct.pack(">h", ApiKey.PRODUCE)
-_SASL_HANDSHAKE_KEY = struct.pack(">h", ApiKey.SASL_HANDSHAKE)
-_SIZE = struct.Struct(">i")
-_CORRELATION_V0 = struct.Struct(">i")
-_CORRELATION_V1 = struct.Struct(">ib")  # correlation id + empty tagged fields
+# Not counted against a client's request quota (Kafka exempts them: a client must be able to learn the versions
+# and authenticate; the cluster's own requests are not a client's).
+_QUOTA_EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                           ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                           ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.WRITE_TXN_MARKERS})
 
 
 class CloseConnection(Exception):
@@ -61,15 +58,7 @@ class _Slot:
     close_after: bool = False  # fault injection: close the connection once this response is sent
     started: float = 0.0  # perf_counter at decoding, for the latency metric
     request: Any = None  # the decoded request, for the per-topic metrics
-
-
-@dataclass(slots=True, eq=False)
-class Instruments:
-    """The test kit's instruments every connection reports to (shared, set up by the server)."""
-
-    faults: FaultInjector
-    metrics: Metrics
-    tracer: Tracer | None = None  # --trace FILE
+    size: int = 0  # the request frame's bytes (a producer's client quota counts them)
 
 
 def peer_name(stream: Any) -> str:
@@ -78,12 +67,6 @@ def peer_name(stream: Any) -> str:
         return f"{host}:{port}"
     except OSError:
         return "?"
-
-
-def frame_response(correlation_id: int, header_version: int, body: bytes) -> bytes:
-    header = _CORRELATION_V0.pack(correlation_id) if header_version == 0 else \
-        _CORRELATION_V1.pack(correlation_id, 0)
-    return _SIZE.pack(len(header) + len(body)) + header + body
 
 
 class Connection:
@@ -96,7 +79,10 @@ class Connection:
     the socket does not take goes to the writer task, and until it has drained no more requests are read.
     """
 
-    def __init__(self, broker: Any, instruments: Instruments, stream: Any, endpoint: Endpoint, *,
+    # Large frames are read straight into their own buffer (a TLS stream cannot: it decrypts into its own).
+    DIRECT_READS = True
+
+    def __init__(self, broker: Broker, instruments: Instruments, stream: Any, endpoint: Endpoint, *,
                  peer: str | None = None, principal: str = ANONYMOUS) -> None:
         self.broker = broker
         self.instruments = instruments
@@ -106,11 +92,15 @@ class Connection:
         # Who the client is: ANONYMOUS, a client certificate's mapped name, or the SASL authorization id.
         self.principal = principal
         security = endpoint.security
-        self._sasl: Any = None  # broker.security.authenticator.SaslAuthenticator on SASL listeners
+        self._sasl: SaslFraming | None = None  # on SASL listeners
         if security is not None and security.sasl is not None:
             from broker.security.authenticator import SaslAuthenticator
 
-            self._sasl = SaslAuthenticator(security.sasl)
+            self._sasl = SaslFraming(SaslAuthenticator(security.sasl), peer=self.peer, listener=security.name,
+                                     versions=broker.versions, metrics=instruments.metrics,
+                                     tracer=lambda: self.instruments.tracer, now_ms=broker.now_ms,
+                                     trace_client=self._trace_client, topic_name=self._topic_name,
+                                     on_authenticated=self._authenticated)
         # The largest frame taken: socket.request.max.bytes, and before a SASL authentication completes
         # sasl.server.max.receive.size (Kafka's bound on what an unauthenticated client can make it buffer).
         self.max_frame = broker.config.socket_request_max_bytes if self._sasl is None else \
@@ -123,6 +113,7 @@ class Connection:
         self._close_logged = False  # the reason to close was logged already (a failed authentication)
         self._writer_wake = trio.Event()
         self._progress: trio.Event | None = None  # set when a response is answered or sent
+        self._muted_until = 0.0  # trio time until which a throttled client's next request waits
         self._scope: trio.CancelScope | None = None
         self._unstarted = 0  # handler tasks started that have not run yet
         self._long_polls: set[trio.CancelScope] = set()
@@ -168,35 +159,29 @@ class Connection:
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
         idle_s = self.broker.config.connections_max_idle_ms / 1000
-        sock = self.stream.socket
         buf = bytearray()
         started = 0
         while True:
-            while len(buf) >= 4:
-                (size,) = _SIZE.unpack_from(buf)
-                if size < 0 or size > self.max_frame:
-                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, size,
+            while True:
+                try:
+                    size = frame_size(buf, self.max_frame)
+                except FrameTooLarge as exc:
+                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, exc.size,
                                 "socket.request.max.bytes" if self._sasl is None or self._sasl.authenticated
                                 else "sasl.server.max.receive.size", self.max_frame)
                     return
-                if len(buf) < 4 + size:
-                    if size < DIRECT_READ_MIN:
-                        break
-                    # A large frame (a Produce of big batches) is read straight into its own buffer: the
-                    # records are then copied once on their way to the log, not four times.
-                    frame = bytearray(size)
-                    have = len(buf) - 4
-                    with memoryview(buf) as view:
-                        frame[:have] = view[4:]
-                    buf.clear()
-                    if not await self._read_into(frame, have, idle_s):
+                if size is None:
+                    break
+                frame: bytes | bytearray
+                if len(buf) >= 4 + size:
+                    frame = take_frame(buf, size)
+                elif size >= DIRECT_READ_MIN and self.DIRECT_READS:
+                    large = await self._read_large(buf, size, idle_s)
+                    if large is None:
                         return
-                    if frame[:2] != _PRODUCE_KEY:
-                        frame = bytes(frame)  # only the Produce decoder takes a bytearray
+                    frame = large
                 else:
-                    with memoryview(buf) as view:
-                        frame = bytes(view[4:4 + size])
-                    del buf[:4 + size]
+                    break
                 # Requests take effect in arrival order: a handler task started for the previous request
                 # runs its first step (a Produce appends there) before this request starts. One checkpoint
                 # may not be enough, as trio shuffles the tasks it runs in one batch.
@@ -210,54 +195,71 @@ class Connection:
             # Backpressure: a client that does not read its responses stops being read.
             while len(self._slots) >= MAX_IN_FLIGHT or self._unsent:
                 await self._wait_progress()
-            try:
-                data = os.read(self._fd, RECV_SIZE)
-            except BlockingIOError:
-                with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
-                    await trio.lowlevel.wait_readable(sock)
-                # Idle: no bytes for connections.max.idle.ms (half a frame then silence too), and no
-                # request of ours in flight (Kafka: no activity on the channel).
-                if idle.cancelled_caught and not self._slots:
-                    log.info("closing idle connection %s", self.peer)
-                    return
+            data = await self._receive(idle_s)
+            if data is None:
                 continue
-            except OSError:  # reset by the peer
-                return
             if not data:
                 return
             buf += data
 
-    async def _read_into(self, frame: bytearray, have: int, idle_s: float) -> bool:
-        """Fill `frame` from the socket from `have` on; False when the connection ends (EOF, reset, idle)."""
+    async def _receive(self, idle_s: float) -> bytes | None:
+        """The next bytes from the socket; b"" when the connection ends (EOF, reset, idle), None when it has
+        become readable (the loop looks at its backpressure again first)."""
+        try:
+            return os.read(self._fd, RECV_SIZE)
+        except BlockingIOError:
+            return None if await self._wait_readable(idle_s) else b""
+        except OSError:  # reset by the peer
+            return b""
+
+    async def _wait_readable(self, idle_s: float) -> bool:
+        """False when idle: no bytes for connections.max.idle.ms (half a frame then silence too), and no
+        request of ours in flight (Kafka: no activity on the channel)."""
+        with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
+            await trio.lowlevel.wait_readable(self.stream.socket)
+        if idle.cancelled_caught and not self._slots:
+            log.info("closing idle connection %s", self.peer)
+            return False
+        return True
+
+    async def _read_large(self, buf: bytearray, size: int, idle_s: float) -> bytes | bytearray | None:
+        """A large frame (a Produce of big batches) read straight into its own buffer, the start of it taken
+        from `buf`: the records are then copied once on their way to the log, not four times. None when
+        the connection ends first."""
+        frame = bytearray(size)
+        have = len(buf) - 4
+        with memoryview(buf) as view:
+            frame[:have] = view[4:]
+        buf.clear()
         with memoryview(frame) as view:
             while have < len(frame):
                 try:
                     n = os.readv(self._fd, [view[have:]])
                 except BlockingIOError:
-                    with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
-                        await trio.lowlevel.wait_readable(self.stream.socket)
-                    if idle.cancelled_caught and not self._slots:
-                        log.info("closing idle connection %s", self.peer)
-                        return False
+                    if not await self._wait_readable(idle_s):
+                        return None
                     continue
                 except OSError:  # reset by the peer
-                    return False
+                    return None
                 if n == 0:
-                    return False
+                    return None
                 have += n
-        return True
+        api = lookup(int.from_bytes(frame[:2], "big", signed=True))
+        return frame if api is not None and api.takes_bytearray else bytes(frame)
 
     async def _start_request(self, frame: bytes | bytearray, nursery: trio.Nursery) -> bool:
         """Decode and start one request; False means close the connection. (Async only for an injected
-        delay and a SASL check that may block: nothing else awaits here.)"""
+        delay, a SASL check that may block and a client quota's throttle: nothing else awaits here.)"""
+        if self._muted_until:  # KIP-219: a throttled client's connection is not read until the time is over
+            await trio.sleep_until(self._muted_until)
+            self._muted_until = 0.0
         sasl = self._sasl
-        if sasl is not None and (sasl.session_expiry_ms is not None or not sasl.authenticated or
-                                 frame[:2] == _SASL_HANDSHAKE_KEY):
-            verdict = await self._authentication_frame(frame, nursery)
+        if sasl is not None and sasl.intercepts(frame):
+            verdict = await sasl.frame(frame)
             if verdict is not None:
-                return verdict
+                return self._sasl_verdict(verdict, nursery)
         try:
-            header, offset = parse_request_header(frame)
+            header, offset = parse_request_header(frame, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed request header: %s", self.peer, exc)
             return False
@@ -268,27 +270,27 @@ class Connection:
             return False
         version = header.api_version
         if not versions.accepts(header.api_key, version):
-            body = self._unsupported_version(api, version, frame, offset)
-            if body is None:
+            answer = api.unsupported_version_body
+            if answer is None:
                 log.warning("closing %s: unsupported version %d of %s", self.peer, version, api.key.name)
                 return False
-            slot = _Slot()
-            self._slots.append(slot)
-            # ApiVersions' answer to an unknown version is always v0 with header v0 (KIP-511).
-            self._answer(slot, frame_response(header.correlation_id, 0 if api.key == ApiKey.API_VERSIONS else
-                                              response_header_version(api.key, version), body))
+            # Answered as v0 (ApiVersions: always with header v0, KIP-511).
+            body = api.response.encode(0, answer(self.broker.versions))
+            self._respond(frame_response(header.correlation_id, response_header_version(api.key, 0), body))
             return True
         try:
-            request = api.decode_request(version, frame, offset)
+            request = api.decode_request(version, frame, offset, self.broker.versions.decode_limits)
         except DecodeError as exc:
             log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
             return False
-        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal)
-        slot = _Slot(started=time.perf_counter(), request=request)
+        ctx = RequestContext(header, self.broker, self.endpoint, self.peer, self.principal,
+                             self._sasl is not None and self._sasl.authenticator.token_authenticated)
+        slot = _Slot(started=time.perf_counter(), request=request, size=len(frame))
         tracer = self.instruments.tracer
         if tracer is not None:
-            if api.key == ApiKey.API_VERSIONS and version >= 3:
-                self._software = f"{request.client_software_name}/{request.client_software_version}"
+            software = api.client_software(version, request) if api.client_software is not None else None
+            if software is not None:
+                self._software = software
             tracer.request(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
                            request)
         faults = self.instruments.faults
@@ -304,8 +306,8 @@ class Connection:
                 if action in (FaultAction.ERROR, FaultAction.LEADER_UNAVAILABLE):
                     self._slots.append(slot)
                     error = rule.error or ErrorCode.NOT_LEADER_OR_FOLLOWER
-                    acks0 = api.key == ApiKey.PRODUCE and request.acks == 0
-                    self._finish(slot, api, ctx, None if acks0 else
+                    unanswered = api.unanswered is not None and api.unanswered(request)
+                    self._finish(slot, api, ctx, None if unanswered else
                                  error_response(api.key, request, error, self._topic_name))
                     return True
                 if action is FaultAction.DELAY:
@@ -322,136 +324,28 @@ class Connection:
                     self._finish(slot, api, ctx, response)
                     return True
             self._unstarted += 1
-            if api.key == ApiKey.PRODUCE:
+            if api.releases_connection:
                 ctx = replace(ctx, release=self._releaser())
             nursery.start_soon(self._run_async, api, ctx, request, slot)
         else:
             self._finish(slot, api, ctx, self._call(api, api.handler, ctx, request))
         return True
 
-    # -- SASL (broker.security.authenticator keeps the state; the connection reads, answers and closes) -----
-    async def _authentication_frame(self, frame: bytes | bytearray, nursery: trio.Nursery) -> bool | None:
-        """A frame on a SASL connection that is not authenticated (or whose session may expire, or a
-        SaslHandshake that may start a re-authentication): answer it here, True/False as _start_request,
-        or None to let it go on as an ordinary request (ApiVersions before authentication, requests of an
-        authenticated session)."""
-        from broker.security.authenticator import IllegalSaslState
-
-        sasl = self._sasl
-        now = self.broker.now_ms()
-        if sasl.expects_raw_token:  # after SaslHandshake v0: a bare token, no request header
-            return await self._sasl_token(bytes(frame), None, None, nursery)
-        try:
-            header, offset = parse_request_header(frame)
-        except DecodeError as exc:
-            log.warning("closing %s: malformed request header during SASL authentication: %s", self.peer, exc)
-            return self._authentication_failed(None, nursery)
-        if sasl.authenticated:
-            if header.api_key == ApiKey.SASL_HANDSHAKE and sasl.begin_reauthentication(now):
-                log.info("%s (%s) re-authenticates", self.peer, self.principal)
-            elif sasl.session_expired(now):
-                log.info("closing %s: the SASL session of %s expired", self.peer, self.principal)
-                self._count_authentication("expired")
+    # -- SASL (broker.server.sasl_framing answers the frames; the connection sends, waits and closes) -------
+    def _sasl_verdict(self, verdict: Verdict, nursery: trio.Nursery) -> bool:
+        match verdict:
+            case Answer(data):
+                self._respond(data)
+                return True
+            case Fail(data):
+                return self._authentication_failed(data, nursery)
+            case Close():
                 return False
-            else:
-                return None
-        authenticating = sasl.framed and sasl.state.value in ("AUTHENTICATE", "REAUTH_BAD_MECHANISM")
-        try:
-            sasl.check_request(header.api_key)
-        except IllegalSaslState as exc:
-            log.warning("closing %s: %s", self.peer, exc)
-            self._count_authentication("failed")
-            # As Kafka: during the exchange (after SaslHandshake v1) the request gets its error answer
-            # (ILLEGAL_SASL_STATE) after the failure delay; before the handshake the connection just closes.
-            answer = self._illegal_state_answer(header, frame, offset) if authenticating else None
-            if answer is None:
-                return False
-            return self._authentication_failed(answer, nursery)
-        if header.api_key == ApiKey.API_VERSIONS:
-            sasl.api_versions()
-            return None
-        api = lookup(header.api_key)
-        version = header.api_version
-        if api is None or not self.broker.versions.accepts(header.api_key, version):
-            log.warning("closing %s: unsupported version %d of API %d during SASL authentication", self.peer,
-                        version, header.api_key)
-            return self._authentication_failed(None, nursery)
-        try:
-            request = api.decode_request(version, frame, offset)
-        except DecodeError as exc:
-            log.warning("closing %s: malformed %s v%d request: %s", self.peer, api.key.name, version, exc)
-            return self._authentication_failed(None, nursery)
-        tracer = self.instruments.tracer
-        if tracer is not None:  # SaslAuthenticate's token is traced as its length only
-            tracer.request(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
-                           request)
-        if header.api_key == ApiKey.SASL_HANDSHAKE:
-            answer = sasl.handshake(version, request.mechanism)
-            body = {"error_code": answer.error_code, "mechanisms": answer.mechanisms}
-            if answer.error_code:
-                log.warning("closing %s: SASL mechanism %r is not enabled (enabled: %s)", self.peer,
-                            request.mechanism, ", ".join(answer.mechanisms))
-                self._count_authentication("failed")
-            return self._sasl_answer(header, api, body, answer.error_code != 0, nursery)
-        return await self._sasl_token(bytes(request.auth_bytes or b""), header, api, nursery)
+        raise AssertionError(verdict)
 
-    async def _sasl_token(self, token: bytes, header: Any, api: Api | None, nursery: trio.Nursery) -> bool:
-        """One token of the mechanism's exchange: in a SaslAuthenticate request (header given) or bare."""
-        sasl = self._sasl
-        now = self.broker.now_ms()
-        if sasl.blocking:  # an OAUTHBEARER token checked against a JWKS fetched over HTTP
-            answer = await trio.to_thread.run_sync(sasl.authenticate, token, now)
-        else:
-            answer = sasl.authenticate(token, now)
-        mechanism = sasl.mechanism
-        if answer.error_code:
-            log.warning("closing %s: SASL %s authentication failed: %s", self.peer, mechanism, sasl.failure)
-            self._count_authentication("failed")
-        elif sasl.authenticated:
-            self.principal = sasl.principal
-            self.max_frame = self.broker.config.socket_request_max_bytes
-            lifetime = f", session {answer.session_lifetime_ms} ms" if answer.session_lifetime_ms else ""
-            log.info("%s authenticated as %s with %s%s", self.peer, self.principal, mechanism, lifetime)
-            self._count_authentication("ok")
-        if header is None:  # SaslHandshake v0: the bare answer, and no answer to a failure (as Kafka)
-            if answer.error_code:
-                return self._authentication_failed(None, nursery)
-            slot = _Slot()
-            self._slots.append(slot)
-            self._answer(slot, _SIZE.pack(len(answer.auth_bytes)) + answer.auth_bytes)
-            return True
-        body = {"error_code": answer.error_code, "error_message": answer.error_message,
-                "auth_bytes": answer.auth_bytes, "session_lifetime_ms": answer.session_lifetime_ms}
-        assert api is not None
-        return self._sasl_answer(header, api, body, answer.error_code != 0, nursery)
-
-    def _illegal_state_answer(self, header: Any, frame: bytes | bytearray, offset: int) -> bytes | None:
-        api = lookup(header.api_key)
-        version = header.api_version
-        if api is None or not self.broker.versions.accepts(header.api_key, version):
-            return None
-        try:
-            request = api.decode_request(version, frame, offset)
-            body = error_response(api.key, request, ErrorCode.ILLEGAL_SASL_STATE, self._topic_name)
-            return frame_response(header.correlation_id, response_header_version(api.key, version),
-                                  api.encode_response(version, body))
-        except Exception:  # a request the error builder does not know: the connection just closes
-            return None
-
-    def _sasl_answer(self, header: Any, api: Api, body: dict[str, Any], failed: bool, nursery: trio.Nursery) -> bool:
-        version = header.api_version
-        tracer = self.instruments.tracer
-        if tracer is not None:
-            tracer.response(self.peer, self._trace_client(header), api.key.name, version, header.correlation_id,
-                            body, 0.0)
-        data = frame_response(header.correlation_id, response_header_version(api.key, version),
-                              api.encode_response(version, body))
-        if failed:
-            return self._authentication_failed(data, nursery)
-        slot = _Slot()
-        self._slots.append(slot)
-        self._answer(slot, data)
-        return True
+    def _authenticated(self, principal: str) -> None:
+        self.principal = principal
+        self.max_frame = self.broker.config.socket_request_max_bytes
 
     def _authentication_failed(self, data: bytes | None, nursery: trio.Nursery) -> bool:
         """Kafka's delayed close: the answer (if any) leaves after connection.failed.authentication.delay.ms
@@ -467,18 +361,6 @@ class Connection:
     async def _answer_later(self, slot: _Slot, data: bytes | None, delay_s: float) -> None:
         await trio.sleep(delay_s)
         self._answer(slot, data, close=data is None)
-
-    def _count_authentication(self, outcome: str) -> None:
-        security = self.endpoint.security
-        self.instruments.metrics.authentication(security.name if security else "",
-                                                self._sasl.mechanism if self._sasl else None, outcome,
-                                                self.principal if outcome == "ok" else None)
-
-    def _unsupported_version(self, api: Api, version: int, frame: bytes, offset: int) -> bytes | None:
-        if api.key == ApiKey.API_VERSIONS:
-            from broker.handlers.api_versions import unsupported_version_body
-            return api.response.encode(0, unsupported_version_body(self.broker.versions))
-        return None
 
     def _call(self, api: Api, handler: Callable[..., Any], ctx: RequestContext, request: Any) -> Any:
         try:
@@ -500,12 +382,12 @@ class Connection:
         return release
 
     async def _run_async(self, api: Api, ctx: RequestContext, request: Any, slot: _Slot) -> None:
-        if api.key != ApiKey.PRODUCE:
-            self._unstarted -= 1  # a Produce releases its connection itself (RequestContext.release)
+        if not api.releases_connection:
+            self._unstarted -= 1  # else the handler releases its connection itself (RequestContext.release)
         # A Fetch long poll (max_wait_ms is the client's choice, up to 2^31 ms) only waits: it ends with the
         # connection. Other handlers finish their work (a coordinator's write) even if the client has gone.
         with trio.CancelScope() as scope:
-            if api.key == ApiKey.FETCH:
+            if api.long_poll:
                 self._long_polls.add(scope)
                 if self._reads_done:  # started just before the connection stopped reading
                     scope.cancel()
@@ -522,7 +404,7 @@ class Connection:
             return
         self._finish(slot, api, ctx, response)
 
-    def _trace_client(self, header: Any) -> dict[str, Any]:
+    def _trace_client(self, header: RequestHeader) -> dict[str, Any]:
         return {"client_id": header.client_id, "software": self._software, "principal": self.principal}
 
     def _topic_name(self, topic_id: Any) -> str | None:
@@ -530,8 +412,8 @@ class Connection:
         return None if topic is None else topic.name
 
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
-        if api.key == ApiKey.METADATA and self.instruments.faults.active and isinstance(response, dict):
-            _hide_leaders(response, self.instruments.faults.unavailable_leaders(self.broker.now_ms()))
+        if self.instruments.faults.active:
+            self.instruments.faults.rewrite_response(api.key, response, self.broker.now_ms())
         version = ctx.header.api_version
         tracer = self.instruments.tracer
         if tracer is not None:
@@ -554,12 +436,34 @@ class Connection:
             return
         try:
             body = api.encode_response(version, response)
+            if api.key not in _QUOTA_EXEMPT:
+                body = self._throttle(api, ctx, slot, response, body)
         except Exception:
             log.exception("encoding %s v%d response failed", api.key.name, version)
             self._answer(slot, None, close=True)
             return
         self._answer(slot, frame_response(ctx.header.correlation_id, response_header_version(api.key, version),
                                           body))
+
+    def _respond(self, data: bytes) -> None:
+        """An answer ready as it is (no handler ran): it takes its place in the order and goes."""
+        slot = _Slot()
+        self._slots.append(slot)
+        self._answer(slot, data)
+
+    def _throttle(self, api: Api, ctx: RequestContext, slot: _Slot, response: Any, body: bytes) -> bytes:
+        """Client quotas (broker.services.client_quotas): a client beyond its rate gets the throttle time in
+        the answer, and its connection is read again only once that time has passed (KIP-219)."""
+        quotas = self.broker.client_quotas
+        if not quotas.active or not isinstance(response, dict) or "throttle_time_ms" not in response:
+            return body
+        throttle_ms = quotas.throttle(api.key, ctx.principal.partition(":")[2], ctx.header.client_id or "",
+                                      slot.size, len(body), time.perf_counter() - slot.started, self.broker.now_ms())
+        if throttle_ms <= response["throttle_time_ms"]:
+            return body
+        response["throttle_time_ms"] = throttle_ms
+        self._muted_until = trio.current_time() + throttle_ms / 1000
+        return api.encode_response(ctx.header.api_version, response)
 
     def _answer(self, slot: _Slot, data: bytes | None, *, close: bool = False) -> None:
         """Record a response; send every answered one from the head of the queue, in order."""
@@ -637,87 +541,3 @@ class Connection:
                     log.warning("closing %s after a failed request", self.peer)
                 self._abort()
                 return
-
-
-class TlsConnection(Connection):
-    """A connection over TLS (SSL and SASL_SSL listeners): the same framing, ordering and SASL handling,
-    with reads and writes through trio's SSLStream (the plaintext path's system calls stay as they are)."""
-
-    CLOSE_NOTIFY_TIMEOUT_S = 1.0
-
-    def _socket_fd(self) -> int:
-        return -1  # never read or written directly
-
-    async def _close_stream(self) -> None:
-        # A peer that stops reading must not keep this task: close_notify gets a second, then the socket goes.
-        with trio.move_on_after(self.CLOSE_NOTIFY_TIMEOUT_S):
-            await self.stream.aclose()
-        await trio.aclose_forcefully(self.stream)
-
-    async def _read_loop(self, nursery: trio.Nursery) -> None:
-        idle_s = self.broker.config.connections_max_idle_ms / 1000
-        buf = bytearray()
-        started = 0
-        while True:
-            while len(buf) >= 4:
-                (size,) = _SIZE.unpack_from(buf)
-                if size < 0 or size > self.max_frame:
-                    log.warning("closing %s: frame of %d bytes exceeds %s %d", self.peer, size,
-                                "socket.request.max.bytes" if self._sasl is None or self._sasl.authenticated
-                                else "sasl.server.max.receive.size", self.max_frame)
-                    return
-                if len(buf) < 4 + size:
-                    break
-                with memoryview(buf) as view:
-                    frame: bytes | bytearray = bytes(view[4:4 + size]) if view[4:6] != _PRODUCE_KEY else \
-                        bytearray(view[4:4 + size])
-                del buf[:4 + size]
-                while self._unstarted:
-                    await trio.lowlevel.checkpoint()
-                if not await self._start_request(frame, nursery):
-                    return
-                started += 1
-                if started % 16 == 0:
-                    await trio.lowlevel.checkpoint()
-            while len(self._slots) >= MAX_IN_FLIGHT or self._unsent:
-                await self._wait_progress()
-            if self._slots or idle_s <= 0:
-                data = await self.stream.receive_some(RECV_SIZE)
-            else:
-                # Idle: nothing in flight and no bytes for connections.max.idle.ms. (A cancelled receive
-                # leaves an SSLStream unusable, so the wait is bounded only when nothing is in flight.)
-                with trio.move_on_after(idle_s) as idle:
-                    data = await self.stream.receive_some(RECV_SIZE)
-                if idle.cancelled_caught:
-                    log.info("closing idle connection %s", self.peer)
-                    return
-            if not data:
-                return
-            buf += data
-
-    def _send(self, out: list[bytes]) -> None:
-        self._unsent.extend(out)
-        self._writer_wake.set()
-
-    async def _write_loop(self) -> None:
-        while True:
-            await self._writer_wake.wait()
-            self._writer_wake = trio.Event()
-            while self._unsent:
-                count = len(self._unsent)  # what is sent stays queued until sent: run() waits for it
-                data = self._unsent[0] if count == 1 else b"".join(self._unsent)
-                await self.stream.send_all(data)
-                del self._unsent[:count]
-                self._made_progress()
-            if self._close_when_sent:
-                self._abort()
-                return
-
-
-def _hide_leaders(response: dict[str, Any], hidden: set[tuple[str, int]]) -> None:
-    """Fault injection: the partitions' leader is unavailable in Metadata, as during an election."""
-    for topic in response.get("topics") or []:
-        for partition in topic.get("partitions") or []:
-            if (topic.get("name"), partition.get("partition_index")) in hidden:
-                partition.update(error_code=ErrorCode.LEADER_NOT_AVAILABLE, leader_id=-1, leader_epoch=-1,
-                                 isr_nodes=[])

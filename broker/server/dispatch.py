@@ -4,7 +4,9 @@ The ApiVersions response is derived from this table, so an API is advertised exa
 Handlers take (ctx, request) and return the response as a mapping (or None for acks=0 produce); a
 handler may be `async` when it waits (durability, long poll), otherwise it runs inline on the
 connection's task; an async one may also offer `handle_now`, which answers inline when nothing is to be
-awaited (broker.handlers.context.LATER otherwise).
+awaited (broker.handlers.context.LATER otherwise). What the connection must treat differently for an API
+(Produce's large frames and its release of the connection, Fetch's long poll, ApiVersions' answer to an
+unknown version) is an attribute of the API here, not a test of its key there.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from broker.config import kafka_versions
+from protocol.errors import DecodeLimits
 from protocol.header import ApiKey
 
 
@@ -31,6 +34,15 @@ class Api:
     # protocol.messages.<codec>: a hand-written decode_request/encode_response used instead of the construct
     # specs (the hot APIs); imported on first use too.
     codec: str | None = None
+    # The decoder takes the frame as a bytearray too (a large Produce is read into its own buffer, not copied).
+    takes_bytearray: bool = False
+    # The handler lets its connection's next request start itself (ctx.release: a Produce, once appended);
+    # other handlers let it start as soon as they start.
+    releases_connection: bool = False
+    # The handler may only wait (a Fetch long poll, up to 2^31 ms): it ends with the connection.
+    long_poll: bool = False
+    # Requests that get no response at all (a Produce with acks=0), even an error.
+    unanswered: Callable[[Any], bool] | None = None
 
     @cached_property
     def handler(self) -> Callable[..., Any]:
@@ -47,6 +59,18 @@ class Api:
         return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "handle_now", None)
 
     @cached_property
+    def unsupported_version_body(self) -> Callable[..., Any] | None:
+        """The handler's answer to a version it does not know (`unsupported_version_body(versions)`, KIP-511's
+        for ApiVersions, encoded as v0), or None: the connection closes."""
+        return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "unsupported_version_body", None)
+
+    @cached_property
+    def client_software(self) -> Callable[[int, Any], str | None] | None:
+        """Where a request names the client's software (`client_software(version, request)`: ApiVersions v3+),
+        for the protocol trace."""
+        return getattr(importlib.import_module(f"broker.handlers.{self.module}"), "client_software", None)
+
+    @cached_property
     def request(self):  # noqa: ANN201 - protocol.schema.MessageSpec
         from protocol.schema import message  # construct loads on first use, not at startup
 
@@ -59,10 +83,10 @@ class Api:
         return message(self.response_name)
 
     @cached_property
-    def decode_request(self) -> Callable[[int, bytes, int], Any]:
-        """(version, frame, offset) -> the request."""
+    def decode_request(self) -> Callable[[int, bytes, int, DecodeLimits | None], Any]:
+        """(version, frame, offset, limits) -> the request."""
         if self.codec is not None:
-            decode: Callable[[int, bytes, int], Any] = self._codec.decode_request
+            decode: Callable[[int, bytes, int, DecodeLimits | None], Any] = self._codec.decode_request
             return decode
         return self.request.decode
 
@@ -83,15 +107,21 @@ class Api:
         return self.min_version, self.max_version
 
 
+def _acks_zero(request: Any) -> bool:
+    return bool(request.acks == 0)
+
+
 def _build_table() -> dict[int, Api]:
     apis = [
         # Every version from v0 (the 3.x profiles); the 4.x profiles accept what Kafka 4 does
         # (broker.config.kafka_versions): Produce v0-2, which they still advertise, close the connection as there.
-        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce"),
-        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch"),
-        Api(ApiKey.LIST_OFFSETS, 0, 10, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
+        Api(ApiKey.PRODUCE, 0, 13, "produce", "ProduceRequest", "ProduceResponse", codec="produce",
+            takes_bytearray=True, releases_connection=True, unanswered=_acks_zero),
+        Api(ApiKey.FETCH, 0, 18, "fetch", "FetchRequest", "FetchResponse", codec="fetch", long_poll=True),
+        Api(ApiKey.LIST_OFFSETS, 0, 11, "list_offsets", "ListOffsetsRequest", "ListOffsetsResponse"),
         Api(ApiKey.METADATA, 0, 13, "metadata", "MetadataRequest", "MetadataResponse"),
-        Api(ApiKey.API_VERSIONS, 0, 4, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse"),
+        Api(ApiKey.API_VERSIONS, 0, 5, "api_versions", "ApiVersionsRequest", "ApiVersionsResponse",
+            codec="api_versions"),
         # Answered by the connection during an authentication (broker.security.authenticator); the handlers
         # answer the other cases (ILLEGAL_SASL_STATE), as Kafka's KafkaApis does.
         Api(ApiKey.SASL_HANDSHAKE, 0, 1, "sasl_handshake", "SaslHandshakeRequest", "SaslHandshakeResponse"),
@@ -114,7 +144,7 @@ def _build_table() -> dict[int, Api]:
             "OffsetForLeaderEpochResponse"),
         # What a single broker truthfully answers about leaders, replicas and log directories.
         Api(ApiKey.ELECT_LEADERS, 0, 2, "elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse"),
-        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 4, "describe_log_dirs", "DescribeLogDirsRequest",
+        Api(ApiKey.DESCRIBE_LOG_DIRS, 0, 5, "describe_log_dirs", "DescribeLogDirsRequest",
             "DescribeLogDirsResponse"),
         Api(ApiKey.ALTER_REPLICA_LOG_DIRS, 0, 2, "alter_replica_log_dirs", "AlterReplicaLogDirsRequest",
             "AlterReplicaLogDirsResponse"),
@@ -133,17 +163,24 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.SYNC_GROUP, 0, 5, "sync_group", "SyncGroupRequest", "SyncGroupResponse"),
         Api(ApiKey.HEARTBEAT, 0, 4, "heartbeat", "HeartbeatRequest", "HeartbeatResponse"),
         Api(ApiKey.LEAVE_GROUP, 0, 5, "leave_group", "LeaveGroupRequest", "LeaveGroupResponse"),
-        Api(ApiKey.OFFSET_COMMIT, 0, 9, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
-        Api(ApiKey.OFFSET_FETCH, 0, 9, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
+        Api(ApiKey.OFFSET_COMMIT, 0, 10, "offset_commit", "OffsetCommitRequest", "OffsetCommitResponse"),
+        Api(ApiKey.OFFSET_FETCH, 0, 10, "offset_fetch", "OffsetFetchRequest", "OffsetFetchResponse"),
         Api(ApiKey.LIST_GROUPS, 0, 5, "list_groups", "ListGroupsRequest", "ListGroupsResponse"),
         Api(ApiKey.DESCRIBE_GROUPS, 0, 6, "describe_groups", "DescribeGroupsRequest",
             "DescribeGroupsResponse"),
-        Api(ApiKey.DELETE_GROUPS, 0, 2, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
+        Api(ApiKey.DELETE_GROUPS, 0, 3, "delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse"),
         # KIP-848 consumer groups: offered by the 4.x profiles only (kafka_versions.KAFKA4_APIS).
         Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, "consumer_group_heartbeat", "ConsumerGroupHeartbeatRequest",
             "ConsumerGroupHeartbeatResponse"),
         Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "consumer_group_describe", "ConsumerGroupDescribeRequest",
             "ConsumerGroupDescribeResponse"),
+        # KIP-1071 streams groups: the 4.2-4.4 profiles (v1 and KIP-1331's topology description update: 4.4).
+        Api(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 1, "streams_group_heartbeat", "StreamsGroupHeartbeatRequest",
+            "StreamsGroupHeartbeatResponse"),
+        Api(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, "streams_group_describe", "StreamsGroupDescribeRequest",
+            "StreamsGroupDescribeResponse"),
+        Api(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0, "streams_group_topology_description_update",
+            "StreamsGroupTopologyDescriptionUpdateRequest", "StreamsGroupTopologyDescriptionUpdateResponse"),
         # KIP-932 share groups: the 4.1 to 4.4 profiles (kafka_versions.SHARE_GROUP_APIS), single broker only.
         Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
             "ShareGroupHeartbeatResponse"),
@@ -152,7 +189,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.SHARE_FETCH, 1, 2, "share_fetch", "ShareFetchRequest", "ShareFetchResponse"),
         Api(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, "share_acknowledge", "ShareAcknowledgeRequest",
             "ShareAcknowledgeResponse"),
-        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 0, "describe_share_group_offsets",
+        Api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, "describe_share_group_offsets",
             "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
         Api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, "alter_share_group_offsets", "AlterShareGroupOffsetsRequest",
             "AlterShareGroupOffsetsResponse"),
@@ -169,7 +206,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse"),
         Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
-        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 5, "txn_offset_commit", "TxnOffsetCommitRequest",
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 6, "txn_offset_commit", "TxnOffsetCommitRequest",
             "TxnOffsetCommitResponse"),
         Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "describe_transactions", "DescribeTransactionsRequest",
             "DescribeTransactionsResponse"),
@@ -185,6 +222,20 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "controlled_shutdown", "ControlledShutdownRequest",
             "ControlledShutdownResponse"),
         Api(ApiKey.ALTER_PARTITION, 0, 3, "alter_partition", "AlterPartitionRequest", "AlterPartitionResponse"),
+        # Delegation tokens (KIP-48): a 4.x profile from v1 (KIP-896), the 3.x ones from v0.
+        Api(ApiKey.CREATE_DELEGATION_TOKEN, 0, 3, "create_delegation_token", "CreateDelegationTokenRequest",
+            "CreateDelegationTokenResponse"),
+        Api(ApiKey.RENEW_DELEGATION_TOKEN, 0, 2, "renew_delegation_token", "RenewDelegationTokenRequest",
+            "RenewDelegationTokenResponse"),
+        Api(ApiKey.EXPIRE_DELEGATION_TOKEN, 0, 2, "expire_delegation_token", "ExpireDelegationTokenRequest",
+            "ExpireDelegationTokenResponse"),
+        Api(ApiKey.DESCRIBE_DELEGATION_TOKEN, 0, 3, "describe_delegation_token", "DescribeDelegationTokenRequest",
+            "DescribeDelegationTokenResponse"),
+        Api(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, "describe_client_quotas", "DescribeClientQuotasRequest",
+            "DescribeClientQuotasResponse"),
+        Api(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, "alter_client_quotas", "AlterClientQuotasRequest",
+            "AlterClientQuotasResponse"),
+        Api(ApiKey.UPDATE_FEATURES, 0, 2, "update_features", "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
         Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "describe_user_scram_credentials",
             "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
         Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "alter_user_scram_credentials",

@@ -15,16 +15,19 @@ import trio
 from broker.app import Broker, Endpoint
 from broker.config.options import BrokerConfig
 from broker.observability.faults import FaultInjector
+from broker.observability.instruments import Instruments
 from broker.observability.metrics import Metrics
 from broker.observability.trace import Tracer
-from broker.server.connection import Connection, Instruments, TlsConnection, peer_name
+from broker.server.connection import Connection, peer_name
 from broker.server.dispatch import load_handlers, version_profile
 from broker.server.listeners import advertised_host, open_listeners
+from broker.server.tls_connection import TlsConnection
 
 log = logging.getLogger(__name__)
 
 
 COORDINATOR_START_DELAY_S = 0.5
+TRACE_KEPT_FOR_CONSOLE = 2000  # protocol trace events the console's trace page starts with
 
 
 class Server:
@@ -51,6 +54,10 @@ class Server:
         return self.http_addresses.get("schema-registry")
 
     @property
+    def console_address(self) -> tuple[str, int] | None:
+        return self.http_addresses.get("console")
+
+    @property
     def faults(self) -> FaultInjector:
         return self.instruments.faults
 
@@ -74,6 +81,7 @@ class Server:
         """GET /topics, /groups, /transactions, /producers/TOPIC/PARTITION, /zookeeper on the admin endpoint."""
         from broker.observability import introspect
 
+        assert self.broker is not None
         if route == ["topics"]:
             return introspect.topics(self.broker, "internal=true" in query)
         if route == ["groups"]:
@@ -110,15 +118,18 @@ class Server:
         try:
             async with trio.open_nursery() as nursery:
                 await self.broker.run(nursery)
-                if self.config.trace_file:
-                    self.instruments.tracer = Tracer(str(self.config.trace_file))
-                    nursery.start_soon(self._flush_trace)
+                if self.config.trace_file or self.config.console:
+                    # The console's live trace keeps the newest events in memory.
+                    self.instruments.tracer = Tracer(str(self.config.trace_file) if self.config.trace_file else None,
+                                                     keep=TRACE_KEPT_FOR_CONSOLE if self.config.console else 0)
+                    if self.config.trace_file:
+                        nursery.start_soon(self._flush_trace)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery, securities)
-                    if self.config.admin_listen or self.config.schema_registry:
+                    if self.config.admin_listen or self.config.schema_registry or self.config.console:
                         from broker.http.endpoints import serve_endpoints  # HTTP only when asked for
 
-                        self.http_addresses = await serve_endpoints(nursery, self.config, self.broker, self.faults,
+                        self.http_addresses = await serve_endpoints(nursery, self.config, self.broker, self.instruments,
                                                                     self.render_metrics, self._inspect)
                     if cluster is not None:
                         # Registered once the listeners are bound: the registration names their ports.
@@ -195,8 +206,14 @@ class Server:
             assert self.broker is not None
             out.append(build_listener_security(listener.name, SecurityProtocol(protocol), self.config.security,
                                                scram_lookup=scram_lookup_from(self.broker.scram_credentials),
-                                               now_ms=self.broker.now_ms))
+                                               now_ms=self.broker.now_ms,
+                                               token_lookup=self._token_lookup))
         return out
+
+    def _token_lookup(self, token_id: str, mechanism: str) -> Any:
+        """A delegation token's SCRAM credentials (its service loads when a client first logs in with one)."""
+        assert self.broker is not None
+        return self.broker.delegation_tokens.scram_keys(token_id, mechanism)
 
     async def _start_listeners(self, conn_nursery: trio.Nursery, securities: list[object]) -> list[trio.CancelScope]:
         scopes = []
@@ -235,6 +252,7 @@ class Server:
 
     async def _serve_connection(self, stream: trio.SocketStream, endpoint: Endpoint) -> None:
         security = endpoint.security
+        assert self.broker is not None  # connections are accepted once it is built
         if security is not None and security.ssl_context is not None:
             self._handshakes += 1
             try:

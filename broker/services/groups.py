@@ -1,7 +1,7 @@
-"""The trio shell around the pure group coordinators (classic, KIP-848 consumer and KIP-932 share groups):
-`__consumer_offsets` through the coordinator runtime (which loads its partitions and writes to them: this
-service is its shard), the timer task that fires session and rebalance deadlines, offset expiry, and the
-awaitable form of JoinGroup/SyncGroup (whose answers wait for other members).
+"""The trio shell around the pure group coordinators (classic, KIP-848 consumer, KIP-932 share and KIP-1071
+streams groups): `__consumer_offsets` through the coordinator runtime (which loads its partitions and writes to
+them: this service is its shard), the timer task that fires session and rebalance deadlines, offset expiry, and
+the awaitable form of JoinGroup/SyncGroup (whose answers wait for other members).
 
 Every answer that follows a write waits until that write is durable (the log's --fsync policy), as an
 acks=all produce to `__consumer_offsets` would in Kafka.
@@ -23,9 +23,12 @@ from broker.services.coordinator_runtime import CoordinatorRuntime, CoordinatorW
 from broker.services.durability import Durability
 from broker.services.topics import OFFSETS_TOPIC, Topic, TopicManager
 from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
-from coordinator.group import GroupState, JoinResult, SyncResult
-from coordinator.group_coordinator import GroupConfig, GroupCoordinator, Record, StoreError
+from coordinator.group import GroupConfig, GroupState, JoinResult, SyncResult
+from coordinator.group_coordinator import GroupCoordinator
+from coordinator.group_interfaces import Record, StoreError
 from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, ShareHeartbeatResult
+from coordinator.streams_group_coordinator import StreamsGroupConfig, StreamsGroupCoordinator
+from coordinator.streams_heartbeat import HeartbeatRequest, StreamsHeartbeatResult
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import (
     KAFKA4_GROUP_RECORD_TYPES,
@@ -86,10 +89,11 @@ class _Reply:
 class GroupService:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, durability: Durability,
                  appender: Appender, internal_topic: Callable[[str], Topic | ErrorCode], *,
-                 per_partition: bool = False) -> None:
+                 per_partition: bool = False, group_config: Callable[[str, str], str | None] | None = None) -> None:
         """`internal_topic(name)`: `__consumer_offsets`, created if it is not there yet (an ErrorCode while it
         cannot be had). `per_partition`: a cluster's broker coordinates only the groups of the partitions it
-        leads, loaded when it becomes their leader (`runtime.on_partition`); a single broker, every group."""
+        leads, loaded when it becomes their leader (`runtime.on_partition`); a single broker, every group.
+        `group_config(group_id, name)`: a group's own setting of a group config (None: the default)."""
         self.config = config
         self.topics = topics
         self.clock = clock
@@ -113,24 +117,58 @@ class GroupService:
             assignors=tuple(a.strip() for a in c.group_consumer_assignors.split(",") if a.strip()),
             migration_policy=c.group_consumer_migration_policy.lower(),
             regex_refresh_interval_ms=c.group_consumer_regex_refresh_interval_ms,
+            **consumer_epochs_of(c),
         ), self, TopicsView(topics), self.coordinator)
         self.share = ShareGroupCoordinator(ShareGroupConfig(
             session_timeout_ms=c.group_share_session_timeout_ms,
             heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
             max_size=c.group_share_max_size,
         ), self, TopicsView(topics))
+        self._group_config = group_config
+        self.streams = StreamsGroupCoordinator(self.streams_config, self, TopicsView(topics))
         self.share.other_group_type = self.other_group_type
         self.consumer.other_group_type = self.other_group_type
+        self.streams.other_group_type = self.other_group_type
+        self.streams.on_classic_converted = self.coordinator.demote_to_simple
         self.consumer.on_classic_converted = self.coordinator.demote_to_simple
         self.coordinator.retained = self._consumer_subscribed
         self._topic_snapshot: dict[str, tuple[uuid.UUID, int]] | None = None
         self._wake = trio.Event()
+
+    def streams_config(self, group_id: str) -> StreamsGroupConfig:
+        """A streams group's settings: Kafka's group.streams.* defaults, or the group's streams.* configs, as the
+        profile's release has them (4.2: no assignment interval; 4.4: static members, task offsets reported)."""
+        from broker.config.group_configs import GROUP_CONFIGS
+        from broker.config.kafka_versions import check_release, release_key
+
+        release = release_key(check_release(self.config.kafka_version))
+
+        def value(name: str) -> int:
+            definition = GROUP_CONFIGS[name]
+            own = self._group_config(group_id, name) if self._group_config is not None else None
+            if own is None or release < release_key(definition.since):
+                own = definition.default(self.config)
+            return int(own)
+
+        since_44 = release >= (4, 4)
+        return StreamsGroupConfig(
+            session_timeout_ms=value("streams.session.timeout.ms"),
+            heartbeat_interval_ms=value("streams.heartbeat.interval.ms"),
+            num_standby_replicas=value("streams.num.standby.replicas"),
+            initial_rebalance_delay_ms=value("streams.initial.rebalance.delay.ms"),
+            assignment_interval_ms=value("streams.assignment.interval.ms") if release >= (4, 3) else 0,
+            task_offset_interval_ms=value("streams.task.offset.interval.ms") if since_44 else 0,
+            acceptable_recovery_lag=value("streams.acceptable.recovery.lag") if since_44 else 0,
+            num_warmup_replicas=value("streams.num.warmup.replicas"), static_members=since_44,
+            initial_assignment_epoch=1 if release >= (4, 3) else 0, empty_target_on_last_leave=since_44)
 
     # -- which coordinator owns a group id ------------------------------------------------------------
     def other_group_type(self, group_id: str) -> str | None:
         """For the modern coordinators: what a group id they do not own is here (Kafka's group types)."""
         if group_id in self.share.groups:
             return "share"
+        if group_id in self.streams.groups:
+            return "streams"
         if group_id in self.consumer.groups:
             return "consumer"
         group = self.coordinator.groups.get(group_id)
@@ -142,8 +180,15 @@ class GroupService:
             return "classic-empty"
         return "classic"
 
+    def modern_coordinator(self, group_id: str) -> ConsumerGroupCoordinator | StreamsGroupCoordinator | None:
+        """The coordinator of a KIP-848 consumer group or a KIP-1071 streams group of that id (their offset
+        commits and fetches check member epochs), or None."""
+        if group_id in self.consumer.groups:
+            return self.consumer
+        return self.streams if group_id in self.streams.groups else None
+
     def _consumer_subscribed(self, group_id: str, topic: str) -> bool:
-        group = self.consumer.groups.get(group_id)
+        group = self.consumer.groups.get(group_id) or self.streams.groups.get(group_id)
         return group is not None and bool(group.members) and group.is_subscribed_to(topic)
 
     def group_type(self, group_id: str) -> str | None:
@@ -152,6 +197,8 @@ class GroupService:
             return "consumer"
         if group_id in self.share.groups:
             return "share"
+        if group_id in self.streams.groups:
+            return "streams"
         return "classic" if self.other_group_type(group_id) is not None else None
 
     def sync_topics(self) -> None:
@@ -165,13 +212,15 @@ class GroupService:
         created = [n for n in snapshot if n not in previous or previous[n][0] != snapshot[n][0]]
         changed = created + [n for n in previous if snapshot.get(n) != previous[n] and n not in created]
         self.consumer.on_topics_changed(changed, created=bool(created))
+        self.streams.on_topics_changed(changed)
 
     # -- the runtime's shard: loading `__consumer_offsets` ---------------------------------------------
     def start_load(self, index: int) -> _GroupsLoad:
         return _GroupsLoad(self)
 
     def unload(self, belongs: Callable[[str], bool]) -> int:
-        return self.coordinator.unload(belongs) + self.consumer.unload(belongs) + self.share.unload(belongs)
+        return sum(coordinator.unload(belongs)
+                   for coordinator in (self.coordinator, self.consumer, self.share, self.streams))
 
     def on_loaded(self, index: int, epoch: int) -> None:
         self.changed()
@@ -224,12 +273,13 @@ class GroupService:
         while True:
             now = self.clock.now_ms()
             deadlines = [d for d in (self.coordinator.next_deadline(), self.consumer.next_deadline(),
-                                     self.share.next_deadline()) if d is not None]
+                                     self.share.next_deadline(), self.streams.next_deadline()) if d is not None]
             deadline = min(deadlines, default=None)
             if deadline is not None and deadline <= now:
                 self.coordinator.tick(now)
                 self.consumer.tick(now)
                 self.share.tick(now)
+                self.streams.tick(now)
                 continue
             self._wake = trio.Event()
             await self.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
@@ -254,7 +304,7 @@ class GroupService:
         error = self.runtime.error_for(group_id)
         if error:
             return JoinResult(error, request["member_id"])
-        if group_id in self.share.groups:
+        if group_id in self.share.groups or group_id in self.streams.groups:
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")  # Kafka's answer for a share group
         if group_id in self.consumer.groups:
             # Kafka converts an empty consumer group into a classic one when a classic member joins.
@@ -297,6 +347,26 @@ class GroupService:
         stored = await self.durable(request["group_id"])
         return ShareHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
 
+    async def create_share_group(self, group_id: str, epoch: int) -> ErrorCode:
+        """An empty share group (AlterShareGroupOffsets of a group not there yet), once its record is durable."""
+        await self.loaded.wait()
+        error = self.runtime.error_for(group_id) or self.share.create_empty(group_id, epoch, self.clock.now_ms())
+        if error:
+            return error
+        return await self.durable(group_id) or ErrorCode.NONE
+
+    async def streams_group_heartbeat(self, request: HeartbeatRequest) -> StreamsHeartbeatResult:
+        """StreamsGroupHeartbeat (KIP-1071): answered once its records are durable."""
+        await self.loaded.wait()
+        error = self.runtime.error_for(request.group_id)
+        if error:
+            return StreamsHeartbeatResult(error)
+        self.sync_topics()
+        result = self.streams.heartbeat(request, self.clock.now_ms())
+        self.changed()
+        stored = await self.durable(request.group_id)
+        return StreamsHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
+
     async def sync_group(self, **request: Any) -> SyncResult:
         await self.loaded.wait()
         error = self.runtime.error_for(request["group_id"])
@@ -308,6 +378,19 @@ class GroupService:
         result: SyncResult = await reply.wait()
         await self.durable(request["group_id"])
         return result
+
+
+def consumer_epochs_of(config: BrokerConfig) -> dict[str, Any]:
+    """How the profile's release numbers consumer group epochs and batches their assignments (recorded from the
+    real releases: tests/reference/recorded/*/consumer_group_epochs.json): Kafka 4.3 starts groups at epoch 1 and
+    computes a group's assignment at most every group.consumer.assignment.interval.ms (its default, 1 s), 4.4
+    also brings the empty group's assignment epoch up to date when the last member leaves."""
+    from broker.config.kafka_versions import check_release, release_key
+
+    release = release_key(check_release(config.kafka_version))
+    if release < (4, 3):
+        return {}
+    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
 
 
 def _decoded(records: list[Record]) -> Iterator[Any]:
@@ -362,3 +445,4 @@ class _GroupsLoad:
         decoded = list(_decoded(self.modern))
         service.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), now_ms)
         service.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), now_ms)
+        service.streams.load((r for r in decoded if r[0].name.startswith("STREAMS_GROUP")), now_ms)

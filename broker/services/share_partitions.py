@@ -73,6 +73,28 @@ class ShareSessionError(Exception):
         self.error = error
 
 
+def _aborted_batches(partition: Partition, headers: list[Any]) -> set[int]:
+    """The base offsets of the data batches among `headers` (in log order) that aborted transactions wrote,
+    as a read_committed consumer skips them: from an aborted transaction's first offset to its producer's
+    abort marker."""
+    first_offsets = partition.producers.aborted_transactions(
+        headers[0].base_offset, headers[-1].base_offset + headers[-1].last_offset_delta + 1)
+    if not first_offsets:
+        return set()
+    pending = sorted(first_offsets, key=lambda t: t[1])
+    aborting: set[int] = set()
+    out: set[int] = set()
+    for header in headers:
+        while pending and pending[0][1] <= header.base_offset:
+            aborting.add(pending.pop(0)[0])
+        if header.producer_id in aborting:
+            if header.is_control:
+                aborting.discard(header.producer_id)
+            elif header.is_transactional:
+                out.add(header.base_offset)
+    return out
+
+
 class SharePartitions:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, appends: AppendSignal,
                  appender: Appender, group_config: Any) -> None:
@@ -221,7 +243,7 @@ class SharePartitions:
     def alter_start(self, group_id: str, topic_id: uuid.UUID, index: int, offset: int) -> None:
         sp = self.get(group_id, topic_id, index)
         if sp is not None:
-            sp.reset_start(offset)
+            sp.alter_start(offset)
             self._persist((group_id, topic_id, index), sp)
 
     # -- sessions -------------------------------------------------------------------------------------------
@@ -292,6 +314,9 @@ class SharePartitions:
         if sp.start_offset < plog.log_start_offset:
             sp.reset_start(plog.log_start_offset)
         hw = partition.high_watermark
+        committed = (self.group_config(group_id, "share.isolation.level") or "").lower() == "read_committed"
+        if committed and partition.producers.ongoing_txns:
+            hw = partition.producers.last_stable_offset(hw, plog.log_start_offset)
         offset = sp.next_fetch_offset()
         if offset >= hw:
             return PartitionResult()
@@ -299,14 +324,19 @@ class SharePartitions:
         # so each acquired offset goes out with its batch (a client takes an acquired offset it gets no
         # record for as a gap, and its acknowledgement archives the record).
         data = plog.read(offset, max_bytes, max_offset=hw)
+        headers = list(iter_batches(data))
         spans = [(header.base_offset, header.base_offset + header.last_offset_delta, start, end)
-                 for header, start, end in iter_batches(data)]
+                 for header, start, end in headers]
+        aborted = _aborted_batches(partition, [h for h, _, _ in headers]) if committed and spans else set()
         acquired = sp.acquire(member_id, [(first, last) for first, last, _, _ in spans], max_records,
-                              self.clock.now_ms(), mode)
+                              self.clock.now_ms(), mode, aborted)
         if not acquired:
             return PartitionResult()
-        chunks = [bytes(data[start:end]) for first, last, start, end in spans
-                  if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
+        # From the batch of the first acquired record to that of the last, as Kafka slices what it read (the
+        # batches in between go too: an aborted transaction's, records done meanwhile).
+        held = [i for i, (first, last, _, _) in enumerate(spans)
+                if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
+        chunks = [bytes(data[start:end]) for _, _, start, end in spans[held[0]:held[-1] + 1]]
         self._persist((group_id, topic_id, index), sp)
         self.changed()  # the lock-expiry timer may sleep past the new locks' deadline
         return PartitionResult(acquired=acquired, records=b"".join(chunks))

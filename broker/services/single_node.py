@@ -1,41 +1,32 @@
-"""The cluster as a single broker sees it: itself, the controller of its own topics, and the creator of
-every topic at once. broker.cluster's ZooKeeper-mode cluster answers the same questions for a broker
-that is one of several; handlers ask `ctx.broker.cluster` and do not care which."""
+"""The cluster as a single broker sees it (a ClusterView, broker.services.cluster_view): itself, the
+controller of its own topics, and the creator of every topic at once. broker.cluster's ZooKeeper-mode cluster
+answers the same questions for a broker that is one of several; handlers ask `ctx.broker.cluster` and do not
+care which."""
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from broker.clock import Clock
-from broker.services.topics import Topic, TopicError, TopicManager
+from broker.services.cluster_view import CreatedTopic, Node
+from broker.services.internal_topics import internal_topic
+from broker.services.topics import Topic, TopicError, TopicManager, check_new_assignments
 from protocol.header import ErrorCode
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True, slots=True)
-class CreatedTopic:
-    """What CreateTopics answers of a created (or, validate_only, creatable) topic."""
-
-    topic_id: uuid.UUID | None
-    num_partitions: int
-    replication_factor: int
-    configs: dict[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A broker as Metadata, DescribeCluster and FindCoordinator describe it to a client."""
-
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
+if TYPE_CHECKING:
+    from broker.services.marker_writer import MarkerWriter
 
 
 class SingleNode:
-    def __init__(self, node_id: int, topics: TopicManager, clock: Clock, auto_create: Any, rack: str | None) -> None:
+    replicated = False  # every partition's only replica is here
+
+    def __init__(self, node_id: int, topics: TopicManager, clock: Clock, auto_create: Callable[[], bool],
+                 rack: str | None) -> None:
         self.node_id = node_id
         self.topics = topics
         self.clock = clock
@@ -67,6 +58,23 @@ class SingleNode:
             return self.topics.create(name, now_ms=self.clock.now_ms())
         except TopicError as exc:
             return ErrorCode[exc.error]
+
+    def create_internal_topics(self, topics: Sequence[tuple[str, int, int, Mapping[str, str]]]) -> None:
+        """Kafka's AutoTopicCreationManager.createStreamsInternalTopics: (name, partitions, replication factor,
+        configs) created now; one that cannot be (it exists meanwhile, a bad config) is logged and left out."""
+        for name, partitions, replication_factor, configs in topics:
+            if self.topics.get(name) is not None:
+                continue
+            try:
+                self.topics.create(name, partitions, replication_factor, configs, now_ms=self.clock.now_ms())
+            except TopicError as exc:
+                log.warning("creating internal topic %s: %s", name, exc.message)
+
+    def internal_topic(self, name: str) -> Topic | ErrorCode:
+        return internal_topic(self.topics, name, self.clock.now_ms())
+
+    def transaction_markers(self, local: MarkerWriter) -> MarkerWriter:
+        return local  # every partition is here
 
     def not_controller(self) -> bool:
         return False  # a single broker is its own controller
@@ -125,7 +133,7 @@ class SingleNode:
         """CreatePartitions; raises TopicError (new replicas can only be this broker)."""
         topic = self.topics.check_add_partitions(name, count)
         if assignments is not None:
-            _check_new_assignments(assignments, len(topic.partitions), count, {self.node_id}, 1)
+            check_new_assignments(assignments, len(topic.partitions), count, {self.node_id}, 1)
         if not validate_only:
             self.topics.add_partitions(name, count, now_ms=self.clock.now_ms())
 
@@ -138,25 +146,3 @@ class SingleNode:
                                   ) -> None:
         """A topic's whole set of config overrides; raises TopicError."""
         self.topics.alter_configs(name, overrides, validate_only=validate_only)
-
-
-def _check_new_assignments(assignments: list[list[int]], current: int, count: int, brokers: set[int],
-                           replication_factor: int) -> None:
-    """Kafka's checks of the replicas given for new partitions (CreatePartitions); raises TopicError."""
-    if len(assignments) != count - current:
-        raise TopicError("INVALID_REPLICA_ASSIGNMENT",
-                         f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
-                         "assignment(s) were specified.")
-    for ids in assignments:
-        if not ids:
-            raise TopicError("INVALID_REPLICA_ASSIGNMENT", "Replica assignment of a partition must not be empty.")
-        if len(set(ids)) != len(ids):
-            raise TopicError("INVALID_REPLICA_ASSIGNMENT", f"Duplicate brokers in replica assignment: {ids}")
-        if any(b not in brokers for b in ids):
-            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
-                             f"The manual partition assignment includes broker(s) that are not registered: {ids}")
-        if len(ids) != replication_factor:
-            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
-                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), but "
-                             f"this is not consistent with previous partitions, which have {replication_factor} "
-                             "replica(s).")

@@ -313,12 +313,17 @@ class TopicManager:
     def effective_configs(self, topic: Topic) -> dict[str, str]:
         return effective_configs(topic.configs, self.config)
 
-    def close(self) -> None:
+    def close(self, durable: bool = True) -> None:
         """Close every log, then mark the shutdown clean (a log that fails to close leaves no mark: the
-        next start recovers them all)."""
+        next start recovers them all). Not `durable`: the logs are closed as they are, nothing is synced
+        and no mark is written (the next start, if any, recovers them)."""
         from concurrent.futures import ThreadPoolExecutor  # a shutdown's alone: not imported at startup
 
         partitions = [*self.hosted(), *self._unclaimed.values()]
+        if not durable:
+            for partition in partitions:
+                partition.log.close(sync=False)
+            return
         # Kafka closes logs on num.recovery.threads.per.data.dir threads: concurrent fsyncs share journal
         # commits, so a thousand partitions' ~5 fsyncs each take a fraction of their time in sequence.
         with ThreadPoolExecutor(_CLOSE_THREADS, thread_name_prefix="close-log") as pool:
@@ -543,3 +548,25 @@ def _remove_log(plog: PartitionLog) -> None:
     except FileNotFoundError:
         return
     shutil.rmtree(doomed, ignore_errors=True)
+
+
+def check_new_assignments(assignments: list[list[int]], current: int, count: int, brokers: set[int],
+                          replication_factor: int) -> None:
+    """Kafka's checks of the replicas given for new partitions (CreatePartitions); raises TopicError."""
+    if len(assignments) != count - current:
+        raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                         f"Attempted to add {count - current} additional partition(s), but only {len(assignments)} "
+                         "assignment(s) were specified.")
+    for ids in assignments:
+        if not ids:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", "Replica assignment of a partition must not be empty.")
+        if len(set(ids)) != len(ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT", f"Duplicate brokers in replica assignment: {ids}")
+        if any(b not in brokers for b in ids):
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes broker(s) that are not registered: {ids}")
+        if len(ids) != replication_factor:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), but "
+                             f"this is not consistent with previous partitions, which have {replication_factor} "
+                             "replica(s).")

@@ -33,15 +33,17 @@ class BrokerThread:
     `client_auth` none|requested|required for SSL; `kafka_python()`, `confluent()` and `aiokafka()` give the
     clients' settings for it. `security_settings` adds Kafka-named settings (`connections.max.reauth.ms`...).
 
-    `schema_registry=True` (or "HOST:PORT") serves a schema registry beside it: `schema_registry_url`.
+    `schema_registry=True` (or "HOST:PORT") serves a schema registry beside it: `schema_registry_url`;
+    `console=True` (or "HOST:PORT") the web console: `console_url`.
     """
 
     def __init__(self, data_dir: Path | str, *, security: str | None = None, users: dict[str, str] | None = None,
                  client_auth: str = "none", security_settings: dict[str, str] | None = None,
                  sasl_mechanisms: tuple[str, ...] | None = None, fsync: str = "none", **config: Any) -> None:
         self.data_dir = Path(data_dir)
-        if config.get("schema_registry") is True:
-            config["schema_registry"] = "127.0.0.1:0"
+        for service in ("schema_registry", "console"):
+            if config.get(service) is True:
+                config[service] = "127.0.0.1:0"
         self._config_changes = {"fsync": fsync, **config}
         self.security: Any = None  # broker.testkit.security.SecurityKit of a secured listener
         self._security_settings = dict(security_settings or {})
@@ -236,6 +238,13 @@ class BrokerThread:
 
         return self.call(introspect.transactions)
 
+    def fetch_sessions(self) -> list[dict[str, Any]]:
+        """The fetch sessions (KIP-227) the broker keeps: [{"session_id", "epoch" (the next incremental fetch's),
+        "partitions", "privileged" (a follower's), "uses_topic_ids", "created_ms", "last_used_ms"}]."""
+        from broker.observability import introspect
+
+        return self.call(introspect.fetch_sessions)
+
     def producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
         """The idempotent and transactional producers the partition knows: [{"producer_id", "epoch",
         "last_sequence", "last_offset", "last_timestamp", "open_transaction_first_offset"}]."""
@@ -374,19 +383,23 @@ class BrokerThread:
     @property
     def admin_url(self) -> str:
         """http://HOST:PORT of the admin endpoint (start the broker with admin_listen="127.0.0.1:0")."""
-        server = self._require_server()
-        if server.admin_address is None:
-            raise RuntimeError("the broker runs without an admin endpoint (admin_listen)")
-        host, port = server.admin_address
-        return f"http://{host}:{port}"
+        return self._http_url("admin", "the broker runs without an admin endpoint (admin_listen)")
 
     @property
     def schema_registry_url(self) -> str:
         """http://HOST:PORT of its schema registry (start the broker with schema_registry=True)."""
-        server = self._require_server()
-        if server.schema_registry_address is None:
-            raise RuntimeError("the broker runs without a schema registry (schema_registry=True)")
-        host, port = server.schema_registry_address
+        return self._http_url("schema-registry", "the broker runs without a schema registry (schema_registry=True)")
+
+    @property
+    def console_url(self) -> str:
+        """http://HOST:PORT of its web console (start the broker with console=True)."""
+        return self._http_url("console", "the broker runs without a console (console=True)")
+
+    def _http_url(self, service: str, missing: str) -> str:
+        address = self._require_server().http_addresses.get(service)
+        if address is None:
+            raise RuntimeError(missing)
+        host, port = address
         return f"http://{host}:{port}"
 
     def _require_server(self) -> Any:
@@ -413,6 +426,7 @@ class BrokerThread:
 _READY = re.compile(r"minibroker ready on (\S+?):(\d+)")
 _ADMIN = re.compile(r"admin (http://[^\s,)]+)")
 _SCHEMA_REGISTRY = re.compile(r"schema-registry (http://[^\s,)]+)")
+_CONSOLE = re.compile(r"console (http://[^\s,)]+)")
 
 
 class BrokerProcess:
@@ -429,6 +443,7 @@ class BrokerProcess:
         self.log_lines: list[str] = []
         self.admin_url: str | None = None
         self.schema_registry_url: str | None = None  # started with --schema-registry
+        self.console_url: str | None = None  # started with --console
 
     @property
     def bootstrap(self) -> str:
@@ -453,6 +468,8 @@ class BrokerProcess:
                     self.admin_url = admin.group(1) if admin else None
                     registry = _SCHEMA_REGISTRY.search(line)
                     self.schema_registry_url = registry.group(1) if registry else None
+                    console = _CONSOLE.search(line)
+                    self.console_url = console.group(1) if console else None
                     ready.set()
             ready.set()
 

@@ -43,15 +43,17 @@ class MinibrokerCluster:
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, *, zookeeper: str | None = None,
                  extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
-                 chroot: str | None = None, schema_registry: bool = False) -> None:
+                 chroot: str | None = None, schema_registry: bool = False, console: bool = False) -> None:
         """`zookeeper`: HOST:PORT of a running ZooKeeper (a chroot of this cluster's own is used under it);
         None starts one (its data under `data_dir`; broker.testkit.zookeeper finds or fetches it, and raises
         ZooKeeperUnavailable with what to install when it cannot). `extra_args` go to every broker (e.g.
         "--override", "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free
-        ports). `schema_registry`: every broker serves a schema registry (`schema_registry_urls`)."""
+        ports). `schema_registry`: every broker serves a schema registry (`schema_registry_urls`); `console`: every
+        broker serves the web console (`console_urls`), each showing the whole cluster."""
         self.data_dir = Path(data_dir)
         self.broker_ids = list(range(first_id, first_id + brokers))
-        self.extra_args = tuple(extra_args) + (("--schema-registry", "127.0.0.1:0") if schema_registry else ())
+        self.extra_args = tuple(extra_args) + (("--schema-registry", "127.0.0.1:0") if schema_registry else ()) + \
+            (("--console", "127.0.0.1:0") if console else ())
         self.first_port = first_port
         self._zk_address = zookeeper
         self._zk_server: Any = None
@@ -112,6 +114,11 @@ class MinibrokerCluster:
     def schema_registry_urls(self) -> dict[int, str]:
         """{broker id: URL of its schema registry}, of the running brokers (a restarted one has a new port)."""
         return {i: b.schema_registry_url for i, b in self.brokers.items() if b.running and b.schema_registry_url}
+
+    @property
+    def console_urls(self) -> dict[int, str]:
+        """{broker id: URL of its web console}, of the running brokers."""
+        return {i: b.console_url for i, b in self.brokers.items() if b.running and b.console_url}
 
     @property
     def schema_registry_url(self) -> str:

@@ -57,9 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(**config): BrokerConfig settings for the minibroker fixture "
                                        "broker of this test, e.g. minibroker(kafka_version='3.9'), and a secured "
                                        "listener: minibroker(security='SASL_SSL', users={'alice': 'secret'})")
-    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=(), schema_registry=False): the "
-                                       "minibroker_cluster fixture's size, its brokers' command-line options, "
-                                       "and whether they serve a schema registry")
+    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, args=(), schema_registry=False, "
+                                       "console=False): the minibroker_cluster fixture's size, its brokers' "
+                                       "command-line options, and whether they serve a schema registry and the "
+                                       "web console")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -90,8 +91,9 @@ def _scope(config: pytest.Config) -> str:
 
 
 def _settings(config: pytest.Config, data_dir: Path) -> dict[str, Any]:
-    """BrokerThread settings of a fixture broker from the command line."""
-    changes: dict[str, Any] = {}
+    """BrokerThread settings of a fixture broker from the command line. Its data dir is the test's temporary
+    one: a stop closes the logs without syncing them (durable_stop)."""
+    changes: dict[str, Any] = {"durable_stop": False}
     if config.getoption("--minibroker-trace", default="off") != "off":
         changes["trace_file"] = str(data_dir.parent / (data_dir.name + "-trace.jsonl"))
     kafka_version = config.getoption("--minibroker-kafka-version", default=None)
@@ -141,8 +143,9 @@ def minibroker_server(request: pytest.FixtureRequest,
     test (or the session's, reset, under --minibroker-scope=session). Its protocol trace is attached to the
     report of a failing test (--minibroker-trace=off to skip tracing); its logs are not fdatasynced. A test's
     `@pytest.mark.minibroker(...)` settings (BrokerConfig fields such as fsync="grouped" or
-    kafka_version="4.1"; BrokerThread's security, users, client_auth, security_settings, virtual_time,
-    admin_listen) apply to its broker, and --minibroker-kafka-version to every fixture broker of the run."""
+    kafka_version="4.1", console=True for the web console at `console_url`; BrokerThread's security, users,
+    client_auth, security_settings, virtual_time, admin_listen) apply to its broker, and
+    --minibroker-kafka-version to every fixture broker of the run."""
     marker = request.node.get_closest_marker("minibroker")
     if _scope(request.config) == "session" and (marker is None or not marker.kwargs):
         broker = request.getfixturevalue("_minibroker_shared").for_test()
@@ -219,7 +222,8 @@ def minibroker_cluster(request: pytest.FixtureRequest, minibroker_zookeeper: str
         args += ["--kafka-version", kafka_version]
     cluster = MinibrokerCluster(tmp_path_factory.mktemp("minibroker-cluster"), options.get("brokers", 3),
                                 zookeeper=minibroker_zookeeper, extra_args=(*args, *options.get("args", ())),
-                                schema_registry=options.get("schema_registry", False))
+                                schema_registry=options.get("schema_registry", False),
+                                console=options.get("console", False))
     cluster.start()
     try:
         yield cluster

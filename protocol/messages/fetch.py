@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.errors import DecodeLimits
 from protocol.messages.wire import I16, I32, I64, Reader, bytes_, count, string
 
 FLEXIBLE_FROM = 12
@@ -54,7 +55,7 @@ class FetchRequest:
 
 
 def _request_tags(r: Reader, req: FetchRequest) -> None:
-    for _ in range(r.uvarint()):
+    for _ in range(r.tag_count()):
         tag = r.uvarint()
         size = r.uvarint()
         end = r.pos + size
@@ -63,8 +64,8 @@ def _request_tags(r: Reader, req: FetchRequest) -> None:
         r._take(end - r.pos)  # replica_state (tag 1) and unknown tags are not used by a single broker
 
 
-def decode_request(version: int, data: bytes, offset: int = 0) -> FetchRequest:
-    r = Reader(data, offset)
+def decode_request(version: int, data: bytes, offset: int = 0, limits: DecodeLimits | None = None) -> FetchRequest:
+    r = Reader(data, offset, limits)
     flex = version >= FLEXIBLE_FROM
     req = FetchRequest()
     if version <= 14:

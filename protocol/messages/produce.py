@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.errors import DecodeLimits
 from protocol.messages.wire import I16, I32, I64, Reader, bytes_, count, string
 
 FLEXIBLE_FROM = 9
@@ -40,9 +41,9 @@ class ProduceRequest:
     topic_data: list[TopicProduceData]
 
 
-def decode_request(version: int, data: bytes, offset: int = 0) -> ProduceRequest:
+def decode_request(version: int, data: bytes, offset: int = 0, limits: DecodeLimits | None = None) -> ProduceRequest:
     """Produce request body at `offset`; raises DecodeError."""
-    r = Reader(data, offset)
+    r = Reader(data, offset, limits)
     flex = version >= FLEXIBLE_FROM
     by_id = version >= TOPIC_IDS_FROM
     transactional_id = r.string(flex, True) if version >= 3 else None

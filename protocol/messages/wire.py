@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, DecodeLimits
 
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")
@@ -18,12 +18,13 @@ I64 = struct.Struct(">q")
 
 
 class Reader:
-    __slots__ = ("data", "pos", "end")
+    __slots__ = ("data", "pos", "end", "limits")
 
-    def __init__(self, data: bytes, pos: int = 0) -> None:
+    def __init__(self, data: bytes, pos: int = 0, limits: DecodeLimits | None = None) -> None:
         self.data = data
         self.pos = pos
         self.end = len(data)
+        self.limits = limits
 
     def _take(self, n: int) -> int:
         pos = self.pos
@@ -89,10 +90,21 @@ class Reader:
             raise DecodeError(f"invalid array length {n}")
         if n > self.end - self.pos:
             raise DecodeError(f"array of {n} elements exceeds the remaining bytes")
+        if self.limits is not None:
+            self.limits.check_collection(n)
+        return n
+
+    def tag_count(self) -> int:
+        """The number of fields of a tagged-field section."""
+        n = self.uvarint()
+        if n > self.end - self.pos:  # two bytes each at least
+            raise DecodeError(f"{n} tagged fields, but only {self.end - self.pos} bytes remain")
+        if self.limits is not None:
+            self.limits.check_tagged_fields(n)
         return n
 
     def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
+        for _ in range(self.tag_count()):
             self.uvarint()
             self._take(self.uvarint())
 

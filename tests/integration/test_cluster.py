@@ -675,7 +675,7 @@ def test_a_fenced_producers_late_txn_offset_commit_is_refused(minibroker_cluster
         with WireClient(cluster.broker(group_coordinator).bootstrap) as c:
             answer = c.request(28, 3, {
                 "transactional_id": txn_id, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
-                "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{
+                "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None, "topics": [{
                     "name": topic_name, "partitions": [{"partition_index": partition, "committed_offset": offset,
                                                         "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
         return answer.topics[0].partitions[0].error_code
@@ -701,3 +701,29 @@ def test_a_fenced_producers_late_txn_offset_commit_is_refused(minibroker_cluster
         return {p.partition_index: p.committed_offset for p in answer.topics[0].partitions}
 
     assert cluster.wait_until(committed, 30, "the committed offsets") == {0: -1, 1: 5}
+
+
+def test_an_unclean_election_asked_by_an_admin_elects_a_replica_out_of_the_isr(minibroker_cluster, topic_name):
+    """ElectLeaders UNCLEAN (KIP-460) on an offline partition whose only in-sync replica is dead: the live
+    replica that fell out of the ISR leads (unclean.leader.election.enable is off, so nothing else would)."""
+    from kafka.admin import KafkaAdminClient
+
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=1, replication_factor=2)
+    cluster.wait_isr(topic_name, 0, 2)
+    leader = cluster.leader(topic_name, 0)
+    [follower] = [b for b in cluster.wait_isr(topic_name, 0, 2) if b != leader]
+    cluster.kill_broker(follower)
+    assert cluster.wait_isr(topic_name, 0, 1) == [leader]
+    cluster.kill_broker(leader)
+    cluster.wait_until(lambda: cluster.leader(topic_name, 0) == -1 or None, 60, "the partition offline")
+    cluster.start_broker(follower)
+    assert cluster.leader(topic_name, 0) == -1  # not in the ISR: no clean election makes it the leader
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        response = admin.elect_leaders(1, {topic_name: [0]})
+    finally:
+        admin.close()
+    [(name, [(partition, error, *_)])] = [(r[0], r[1]) for r in response.replica_election_results]
+    assert (name, partition, error) == (topic_name, 0, 0)
+    assert cluster.wait_leader(topic_name, 0, follower) == follower

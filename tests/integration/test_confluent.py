@@ -95,3 +95,33 @@ def test_offsets_for_times_and_watermarks(minibroker, topic_name):
     latest = consumer.offsets_for_times([TopicPartition(topic_name, 0, base + 99_000)], timeout=30)
     assert latest[0].offset == -1  # no record at or after that time
     consumer.close()
+
+
+def test_a_consumer_over_1000_partitions_without_fetch_sessions(minibroker_server) -> None:
+    """librdkafka keeps no fetch sessions (it fetches at session 0, the final epoch): every fetch is a full one,
+    the broker keeps no session for it, and every record of 1,000 partitions and a trickle after them arrives."""
+    broker = minibroker_server
+    _create(broker.bootstrap, "many", partitions=1000)
+    _produce(broker.bootstrap, [{"topic": "many", "partition": p, "value": f"first-{p}".encode()}
+                                for p in range(1000)])
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("many", p, 0) for p in range(1000)])
+    seen: list[bytes] = []
+
+    def poll_until(count: int) -> None:
+        deadline = time.monotonic() + 60
+        while len(seen) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                seen.append(msg.value())
+
+    try:
+        poll_until(1000)
+        for i in range(5):
+            _produce(broker.bootstrap, [{"topic": "many", "partition": i * 199, "value": f"trickle-{i}".encode()}])
+            poll_until(1001 + i)
+        assert broker.fetch_sessions() == []
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted([f"first-{p}".encode() for p in range(1000)] +
+                                  [f"trickle-{i}".encode() for i in range(5)])

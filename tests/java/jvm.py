@@ -123,12 +123,14 @@ class CheckResult:
 
 
 def run_checks(release: str, bootstrap: str, selectors: list[str], timeout: float = 600,
-               zookeeper_mode: bool = False) -> list[CheckResult]:
+               zookeeper_mode: bool = False, client_config: dict[str, str] | None = None) -> list[CheckResult]:
     """Runs minibroker.check.Main's checks named by `selectors` in one JVM; returns one result per check.
-    `zookeeper_mode`: the broker plays a ZooKeeper-mode Kafka (a 3.x profile), which reports no features."""
+    `zookeeper_mode`: the broker plays a ZooKeeper-mode Kafka (a 3.x profile), which reports no features;
+    `client_config`: settings every client gets (a secured listener's)."""
     classes = build(release, sources())
     mode = ["--zookeeper-mode"] if zookeeper_mode else []
-    proc = run(release, classes, "minibroker.check.Main", "--bootstrap", bootstrap, *mode, *selectors,
+    config = [arg for key, value in (client_config or {}).items() for arg in ("--client-config", f"{key}={value}")]
+    proc = run(release, classes, "minibroker.check.Main", "--bootstrap", bootstrap, *mode, *config, *selectors,
                timeout=timeout)
     results = [CheckResult(**json.loads(line)) for line in proc.stdout.splitlines() if line.startswith("{")]
     if not results or (proc.returncode != 0 and all(r.ok for r in results)):

@@ -5,7 +5,11 @@ output must be exactly 1, 2, ..., n, and the internal topics must have been crea
 configs Streams asked for in its CreateTopics requests (read from the broker's protocol trace).
 
 The same application also runs on a cluster of three brokers (every topic replicated three times) with the
-broker that leads its group coordinator killed in the middle."""
+broker that leads its group coordinator killed in the middle.
+
+With group.protocol=streams (KIP-1071, the 4.4 profile) the broker assigns the tasks and creates the internal
+topics itself, from the topology the application sends; the same exactly-once run, on one broker and on
+three, and what the Java Admin client sees of the streams group (described, listed, its offsets, deleted)."""
 
 from __future__ import annotations
 
@@ -170,3 +174,64 @@ def test_streams_exactly_once_across_a_broker_kill_in_a_cluster(tmp_path: Path, 
 def log_tail(tmp_path: Path, lines: int = 60) -> str:
     path = tmp_path / "streams.log"
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+def check_streams_group(app: str, result: dict[str, Any], partitions: int = 3) -> None:
+    """The internal topics the broker created from the topology, and the Admin client's view of the group."""
+    repartition, changelog = f"{app}-by-word-repartition", f"{app}-counts-changelog"
+    topics = result["topics"]
+    assert set(topics) == {f"{app}-input", f"{app}-output", repartition, changelog}
+    assert topics[repartition]["partitions"] == topics[changelog]["partitions"] == partitions
+    # The configs Streams put in the topology, set on the topics the broker created.
+    assert topics[changelog]["configs"]["cleanup.policy"] == "compact"
+    assert {k: topics[repartition]["configs"][k] for k in ("cleanup.policy", "retention.ms", "segment.bytes")} == \
+        {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": "52428800"}
+    assert topics[repartition]["log_start_offsets"] > 0  # Streams purged what it committed
+    running = result["group_while_running"]
+    assert running["members"] == 2 and running["processes"] == 1, running  # two stream threads, one instance
+    assert running["active_tasks"] == 2 * partitions and running["assignor"] == "sticky", running
+    assert running["state"] in ("Stable", "Reconciling") and running["topology_epoch"] == 0, running
+    assert {s["id"]: (s["source_topics"], s["changelog_partitions"], s["repartition_partitions"])
+            for s in running["subtopologies"]} == {
+        "0": ([f"{app}-input"], {}, {}),
+        "1": ([], {changelog: partitions}, {repartition: partitions})}, running
+    assert running["listed"] == {"type": "Streams", "state": running["state"]}
+    assert running["committed_partitions"] == 2 * partitions  # the input's and the repartition topic's
+    assert result["group_after_close"] == {"state": "Empty", "deleted": "ok",
+                                           "described_after": "GroupIdNotFoundException", "listed_after": None}
+
+
+def test_streams_protocol_exactly_once_across_a_broker_kill(tmp_path: Path) -> None:
+    """group.protocol=streams under the 4.4 profile on one broker, SIGKILLed and restarted in the middle."""
+    app = f"wordcount-{uuid.uuid4().hex[:8]}"
+    brokers = [BrokerProcess(tmp_path / "data", "--kafka-version", "4.4").start()]
+
+    def kill_and_restart() -> None:
+        brokers[0].kill()
+        brokers[0] = BrokerProcess(tmp_path / "data", "--kafka-version", "4.4", port=brokers[0].port).start()
+
+    try:
+        _, result = run_word_count(tmp_path, app, brokers[0].bootstrap, kill_and_restart, "--group-protocol", "streams")
+    finally:
+        brokers[0].stop()
+    check_streams_group(app, result)
+
+
+@pytest.mark.minibroker_cluster(args=("--kafka-version", "4.4"))
+def test_streams_protocol_exactly_once_across_a_broker_kill_in_a_cluster(tmp_path: Path, minibroker_cluster) -> None:
+    """group.protocol=streams on three brokers (4.4 profile, every topic replicated three times); the broker
+    leading the group's coordinator is SIGKILLed in the middle and stays down."""
+    cluster = minibroker_cluster
+    app = f"wordcount-{uuid.uuid4().hex[:8]}"
+    victim: list[int] = []
+
+    def kill_the_group_coordinator() -> None:
+        victim.append(cluster.leader("__consumer_offsets", java_hash(app) % 50))
+        cluster.kill_broker(victim[0])
+
+    _, result = run_word_count(tmp_path, app, cluster.bootstrap, kill_the_group_coordinator,
+                               "--replication-factor", "3", "--group-protocol", "streams")
+    assert victim
+    check_streams_group(app, result)
+    assert {name: t["replicas"] for name, t in result["topics"].items()} == {
+        f"{app}-{suffix}": 3 for suffix in ("input", "output", "by-word-repartition", "counts-changelog")}

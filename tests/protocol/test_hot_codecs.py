@@ -1,4 +1,4 @@
-"""The hand-written Produce and Fetch codecs agree with the construct specs (and so with kafka-python)."""
+"""The hand-written Produce, Fetch and ApiVersions codecs agree with the construct specs (and so with kafka-python)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.messages import fetch, produce
+from protocol.messages import api_versions, fetch, produce
 from protocol.schema import DecodeError, message
 from tests.protocol import kafka_python_oracle as oracle
 from tests.protocol.test_messages import _same, _strategy
@@ -90,3 +90,24 @@ def test_fetch_response_encoder(version: int, data: st.DataObject) -> None:
     if version >= 4:  # v0-3: the spec is checked against kafka-python's old classes (test_old_versions)
         plain = _without_tags(value, "partitions", ("diverging_epoch", "current_leader", "snapshot_id"))
         assert fetch.encode_response(version, plain) == oracle.encode("FetchResponse", version, plain)
+
+
+@pytest.mark.parametrize("version", range(0, 6))
+@SETTINGS
+@given(data=st.data())
+def test_api_versions_request_decoder(version: int, data: st.DataObject) -> None:
+    spec = message("ApiVersionsRequest")
+    value = data.draw(_strategy(spec, version))
+    decoded = _plain(api_versions.decode_request(version, b"xx" + spec.encode(version, value), 2))
+    assert _same(value, {k: v for k, v in decoded.items() if k in value})
+
+
+@pytest.mark.parametrize("version", range(0, 6))
+@SETTINGS
+@given(data=st.data())
+def test_api_versions_response_encoder(version: int, data: st.DataObject) -> None:
+    spec = message("ApiVersionsResponse")
+    value = data.draw(_strategy(spec, version))
+    assert api_versions.encode_response(version, value) == spec.encode(version, value)
+    plain = {k: v for k, v in value.items() if k in ("error_code", "api_keys", "throttle_time_ms")}
+    assert api_versions.encode_response(version, plain) == spec.encode(version, plain)

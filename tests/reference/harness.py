@@ -35,7 +35,7 @@ LEGITIMATE = {
     "host": "each broker listens on its own address",
     "port": "each broker listens on its own port",
     "finalized_features_epoch": "Kafka: the offset of the metadata log record; minibroker has no such log",
-    "session_id": "Fetch sessions (KIP-227) get random ids",
+    "session_id": "Fetch sessions (KIP-227) get random ids (0, no session, is compared as it is)",
     # broker clock readings: only whether one was given (-1 or a time) is compared
     "log_append_time_ms": "the broker's clock",
     "transaction_start_time_ms": "the broker's clock",
@@ -45,7 +45,7 @@ LEGITIMATE = {
 }
 # Not compared at all: free text that clients show at most (an error's code is what they act on; tools print
 # the text, whatever it says). Whether there is a message at all varies as much.
-IGNORED = {"error_message", "batch_index_error_message"}
+IGNORED = {"error_message", "batch_index_error_message", "status_detail"}  # status_detail: StreamsGroupHeartbeat
 COMPARE_MESSAGES = False  # `python -m tests.reference diff --messages`: compare them too, to read them
 # Ids a broker makes up: compared by identity within a scenario (the first node id seen is node#0, the same
 # value later is node#0 again), so that "the leader is the broker listed above" is still checked.
@@ -149,9 +149,10 @@ class Session:
         base = self.scenario.name.replace("_", "-")
         return f"{base}-{suffix}" if suffix else base
 
-    def conn(self, name: str = "main") -> WireConnection:
+    def conn(self, name: str = "main", client_id: str | None = None) -> WireConnection:
+        """The named connection, opened on first use (with `client_id` instead of the harness's own)."""
         if name not in self._conns:
-            self._conns[name] = WireConnection(self.bootstrap)
+            self._conns[name] = WireConnection(self.bootstrap, **({"client_id": client_id} if client_id else {}))
         return self._conns[name]
 
     def reconnect(self, name: str = "main") -> None:
@@ -165,18 +166,23 @@ class Session:
         self._conns.clear()
 
     def request(self, step: str, api_key: int, version: int, body: dict[str, Any], conn: str = "main",
-                record: bool = True) -> dict[str, Any] | None:
+                record: bool = True, client_id: str | None = None) -> dict[str, Any] | None:
         """Send and wait for the answer; None (recorded as a closed connection) when the broker closes it."""
-        self.send(step, api_key, version, body, conn)
+        self.send(step, api_key, version, body, conn, client_id)
         return self.receive(conn, record=record)
 
-    def send(self, step: str, api_key: int, version: int, body: dict[str, Any], conn: str = "main") -> None:
-        self.conn(conn).send(api_key, version, body)
+    def send(self, step: str, api_key: int, version: int, body: dict[str, Any], conn: str = "main",
+             client_id: str | None = None) -> None:
+        self.conn(conn, client_id).send(api_key, version, body)
         self._pending.setdefault(conn, []).append((step, api_key, version, body))
 
-    def send_raw(self, step: str, api_key: int, version: int, encoded: bytes, conn: str = "main") -> None:
-        self.conn(conn).send_raw(api_key, version, encoded)
-        self._pending.setdefault(conn, []).append((step, api_key, version, {"raw_bytes": len(encoded)}))
+    def send_raw(self, step: str, api_key: int, version: int, encoded: bytes, conn: str = "main",
+                 header_tags: bytes | None = None) -> None:
+        self.conn(conn).send_raw(api_key, version, encoded, header_tags)
+        summary: dict[str, Any] = {"raw_bytes": len(encoded)}
+        if header_tags is not None:
+            summary["header_tag_bytes"] = len(header_tags)
+        self._pending.setdefault(conn, []).append((step, api_key, version, summary))
 
     def receive(self, conn: str = "main", record: bool = True) -> dict[str, Any] | None:
         step, api_key, version, body = self._pending[conn].pop(0)
@@ -387,7 +393,7 @@ def normalize(value: Any, ids: _Identities | None = None, key: str | None = None
         return "<not compared>"
     if key in LEGITIMATE:
         if isinstance(value, int) and not isinstance(value, bool) and key not in ("port", "throttle_time_ms"):
-            return value if value < 0 else "<set>"
+            return value if value < 0 or (value == 0 and key == "session_id") else "<set>"
         return None if value is None else "<set>"
     if key in IDENTITIES:
         kind = IDENTITIES[key]
@@ -541,11 +547,14 @@ def run(scenario: Scenario, bootstrap: str, release: str, kind: str, handle: Any
 def minibroker_settings(release: str, config: dict[str, str]) -> dict[str, Any]:
     """BrokerThread keyword arguments for a scenario: the release's version profile and the scenario's
     broker settings by Kafka's names (every one must be a minibroker option: both brokers get it)."""
-    from broker.config.options import OPTIONS_BY_NAME, convert_option
+    from broker.config.options import OPTIONS_BY_NAME, convert_option, is_security_setting
     from tests.reference.kafka import SHARED_CONFIG
 
     settings: dict[str, Any] = {"kafka_version": release, "fsync": "none"}
     for name, value in {**SHARED_CONFIG, **config}.items():
+        if is_security_setting(name):  # kept by name (delegation.token.*, sasl.*...)
+            settings.setdefault("security_settings", {})[name] = value
+            continue
         option = OPTIONS_BY_NAME.get(name)
         if option is None:
             raise ValueError(f"scenario setting {name} is not a minibroker option")

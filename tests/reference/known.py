@@ -25,8 +25,6 @@ _AUTO_CREATE = ("minibroker creates an auto-created topic at once and describes 
                 "answer; Kafka answers LEADER_NOT_AVAILABLE (3.x) or UNKNOWN_TOPIC_OR_PARTITION (4.x) first")
 _WHOLE_BATCHES = ("Fetch returns whole batches only; Kafka cuts a fetch inside a batch at its byte limit "
                   "(clients drop that part) and lists the aborted transactions of the cut batch")
-_NO_SESSIONS = ("fetch sessions (KIP-227) are not kept: every fetch is a full one with session id 0, as on a "
-                "Kafka broker whose session cache is full")
 
 KNOWN: list[Known] = [
     Known("metadata_auto_create", "first ask creates", "*", _AUTO_CREATE, deliberate=True),
@@ -36,7 +34,6 @@ KNOWN: list[Known] = [
     Known("*", "*", "*.records.cut_off_tail", _WHOLE_BATCHES, deliberate=True),
     Known("read_committed", "read_committed, first batch only", "*aborted_transactions*", _WHOLE_BATCHES,
           deliberate=True),
-    Known("fetch_edges", "incremental*", "*", _NO_SESSIONS, deliberate=True),
     Known("produce_errors", "gzip flag on plain bytes", "*", "no decompression on the produce path: a corrupt "
           "compressed payload is stored; Kafka decompresses every compressed batch to check it", deliberate=True),
     Known("produce_errors", "null records", "*", "a null record set gets INVALID_RECORD; Kafka fails the "
@@ -56,13 +53,25 @@ KNOWN: list[Known] = [
     Known("api_versions", "*", "finalized_features[names]", "minibroker's 4.1 profile finalizes share.version 1 "
           "so that share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0 until kafka-features "
           "turns it on", releases=("4.1",), deliberate=True),
-    # Open: Kafka 4.4's consumer group coordinator gives a new group's first member epoch 2 where 4.1 gives 1
-    # (seen on every run, live and recorded; the cause in 4.4's GroupMetadataManager is not pinned down yet),
-    # and computes the empty target assignment when the last member leaves (assignment epoch = group epoch;
-    # 4.1 keeps the old one). minibroker's consumer groups number epochs as 4.1 does.
-    Known("consumer_group_*", "*", "*epoch", "Kafka 4.4 numbers consumer group epochs differently from 4.1 "
-          "(first member epoch 2; the empty target assignment recomputed on the last leave); minibroker "
-          "numbers them as 4.1", releases=("4.4",)),
+    Known("update_features", "features *", "finalized_features[names]", "minibroker's 4.1 profile finalizes "
+          "share.version 1 so that share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0",
+          releases=("4.1",), deliberate=True),
+    Known("update_features", "*share.version*", "*", "minibroker's 4.1 profile finalizes share.version 1 so that "
+          "share consumers work at once; a fresh Kafka 4.1 cluster leaves it at 0", releases=("4.1",),
+          deliberate=True),
+    Known("update_features", "validate eligible.leader.replicas.version *", "*", "eligible.leader.replicas.version "
+          "(KIP-966) is not offered: a ZooKeeper-mode cluster keeps no eligible leader replicas",
+          releases=("4.1", "4.2", "4.3", "4.4"), deliberate=True),
+    # Open: KIP-848's online migration of a group with members (a classic member inside a consumer group, the
+    # upgrade when a consumer-protocol member joins a classic group with members, the downgrade when the last one
+    # leaves) is not implemented: the consumer-protocol member is refused (GROUP_ID_NOT_FOUND) as with the
+    # migration policy disabled. Recorded from 4.2 and 4.4: group_online_migration.
+    Known("group_online_migration", "*", "*", "the online upgrade and downgrade of a group with members "
+          "(KIP-848 mixed membership) is not implemented yet", releases=("4.2", "4.4")),
+    Known("kraft_controller_apis", "*", "*", "the KRaft quorum and controller APIs (DescribeQuorum, UnregisterBroker, "
+          "Add/RemoveRaftVoter, UnregisterController) are not served: minibroker runs no KRaft quorum (a ZooKeeper-"
+          "mode cluster, as Kafka 3.9's, whose brokers do not offer them either); the connection is closed, as for "
+          "any API a broker does not offer", releases=("4.4",), deliberate=True),
     # Not minibroker's: Kafka 3.9 in ZooKeeper mode kept applying deleted dynamic broker configs (a per-broker
     # and a cluster-default one, 30 s after the deletion was answered) in one of the two recordings made.
     Known("alter_broker_configs", "after delete", "*", "Kafka 3.9 (ZooKeeper mode) did not apply the deletion "

@@ -86,10 +86,13 @@ class WireConnection:
             raise ValueError(f"no message definition for api key {api_key}")
         return self.send_raw(api_key, version, spec.encode(version, body))
 
-    def send_raw(self, api_key: int, version: int, encoded_body: bytes) -> int:
-        """A body encoded by the caller (a deliberately malformed one, say)."""
+    def send_raw(self, api_key: int, version: int, encoded_body: bytes, header_tags: bytes | None = None) -> int:
+        """A body encoded by the caller (a deliberately malformed one, say); `header_tags`: the request header's
+        tagged-field section as the caller wrote it (header v2 only), instead of an empty one."""
         self.correlation += 1
         header = encode_request_header(RequestHeader(api_key, version, self.correlation, self.client_id))
+        if header_tags is not None:
+            header = header[:-1] + header_tags
         payload = header + encoded_body
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)
         self.pending.append((self.correlation, api_key, version))

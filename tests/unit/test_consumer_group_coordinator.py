@@ -11,7 +11,7 @@ import pytest
 from coordinator.assignors import GroupSpec, MemberSpec, RangeAssignor, SubscriptionType, UniformAssignor
 from coordinator.consumer_group import ConsumerGroupState, MemberState
 from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
-from coordinator.group_coordinator import StoreError
+from coordinator.group_interfaces import StoreError
 from coordinator.topic_regex import InvalidRegex, compile_regex
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import decode_group_record
@@ -341,3 +341,50 @@ def test_reload_from_records_rebuilds_the_group() -> None:
     assert new.static_members == {"A": "a"} and new.resolved_regexes == old.resolved_regexes
     assert new.partition_epochs == old.partition_epochs
     assert fresh.next_deadline() == 20_000 + 45_000
+
+
+# -- how Kafka 4.3 and 4.4 number epochs and batch assignments (consumer_group_epochs recordings) -------------
+def make_44(interval: int = 1000, empty_on_leave: bool = True, **partitions: int
+            ) -> tuple[ConsumerGroupCoordinator, Topics, Log]:
+    topics, store = Topics(**partitions), Log()
+    config = ConsumerGroupConfig(initial_epoch=1, assignment_interval_ms=interval,
+                                 empty_assignment_on_leave=empty_on_leave)
+    return ConsumerGroupCoordinator(config, store, topics), topics, store
+
+
+def test_a_new_group_starts_at_epoch_1_so_its_first_assignment_is_epoch_2() -> None:
+    c, _, _ = make_44(t=2)
+    r = hb(c, "a", 0, 0)
+    assert r.member_epoch == 2 and parts(r.assignment) == {0, 1}
+    group = c.groups["g"]
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (2, 2, ConsumerGroupState.STABLE)
+
+
+def test_assignments_are_batched_within_the_interval() -> None:
+    c, _, _ = make_44(t=2)
+    a = hb(c, "a", 0, 0)
+    b = hb(c, "b", 0, 100)  # 100 ms after the last assignment: the group epoch moves, the assignment waits
+    group = c.groups["g"]
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (3, 2, ConsumerGroupState.ASSIGNING)
+    assert b.member_epoch == 2 and parts(b.assignment) == set()
+    assert hb(c, "a", 2, 500, owned=owned_list(a.assignment)).assignment is None  # nothing new yet
+    assert c.next_deadline() == 1000
+    c.tick(1000)  # the interval has passed: the assignment of epoch 3
+    assert group.assignment_epoch == 3 and group.state is ConsumerGroupState.RECONCILING
+    given = hb(c, "a", 2, 1100, owned=owned_list(a.assignment))
+    assert len(parts(given.assignment)) == 1  # a gives one partition up
+    done = hb(c, "a", given.member_epoch, 1200, owned=owned_list(given.assignment))
+    assert done.member_epoch == 3
+    taken = hb(c, "b", 2, 1300, owned=[])
+    assert taken.member_epoch == 3 and len(parts(taken.assignment)) == 1
+
+
+def test_the_last_member_leaving_brings_the_empty_assignment_up_to_date() -> None:
+    for empty_on_leave, expected in ((True, (3, 3)), (False, (3, 2))):  # 4.4, 4.3
+        c, _, _ = make_44(empty_on_leave=empty_on_leave, t=2)
+        hb(c, "a", 0, 0)
+        hb(c, "a", -1, 50)
+        group = c.groups["g"]
+        assert (group.group_epoch, group.assignment_epoch) == expected
+        again = hb(c, "a", 0, 100)  # 4.4: assigned at once; 4.3: within the interval, it waits
+        assert (again.member_epoch == 4) is empty_on_leave

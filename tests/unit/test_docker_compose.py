@@ -50,6 +50,11 @@ def test_broker_command_line_is_one_the_cli_takes(compose) -> None:
     assert str(config.data_dir) == broker["volumes"][0].split(":")[1]
     assert config.inter_broker_listener().name == "INTERNAL"
     assert config.schema_registry == "0.0.0.0:8081" and "8081:8081" in broker["ports"]
+    # The console: published on the host's loopback only, and with a password (it binds the container's address).
+    assert config.console == "0.0.0.0:8080" and "127.0.0.1:8080:8080" in broker["ports"]
+    assert config.console_password_file == "/tmp/console-password"
+    assert "> /tmp/console-password" in broker["entrypoint"][2]
+    assert broker["environment"]["MINIBROKER_CONSOLE_PASSWORD"].startswith("${MINIBROKER_CONSOLE_PASSWORD")
 
 
 def test_cluster_profile_brokers_are_one_cluster(compose) -> None:
@@ -108,4 +113,5 @@ def test_dockerfile_has_the_stages_compose_builds(compose) -> None:
         assert compose["services"][service]["build"]["target"] in stages
     broker_stage = dockerfile.split("AS broker", 1)[1]
     assert 'ENTRYPOINT ["python", "-m", "broker"]' in broker_stage and "EXPOSE 9092" in broker_stage
-    assert "pip install --no-cache-dir '.[registry]'" in dockerfile  # the HTTP services and the schema registry
+    # the HTTP services: the schema registry and the console
+    assert "pip install --no-cache-dir '.[registry,console]'" in dockerfile

@@ -6,8 +6,9 @@ import struct
 
 import pytest
 
-from coordinator.group import Group, GroupState, IllegalTransitionError, JoinResult, SyncResult
-from coordinator.group_coordinator import GroupConfig, GroupCoordinator, StoreError
+from coordinator.group import Group, GroupConfig, GroupState, IllegalTransitionError, JoinResult, SyncResult
+from coordinator.group_coordinator import GroupCoordinator
+from coordinator.group_interfaces import StoreError
 from protocol.group_records import GroupKey, OffsetKey, OffsetValue, decode_group_value, decode_key
 from protocol.header import ErrorCode as E
 

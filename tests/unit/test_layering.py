@@ -2,12 +2,12 @@
 `if TYPE_CHECKING:` blocks too): imports flow one way, protocol <- log <- coordinator/services <- handlers
 <- server, and no module imports a module that imports it back (directly or through others).
 
-Observability (fault rules, the protocol trace, metrics, introspection) is production code the server uses: it
-imports nothing of the broker but the protocol, and only the server, its HTTP services (broker.http: the admin
-endpoint serves it) and the test kit import it. The HTTP services (the admin endpoint, the schema registry)
-sit beside the handlers, on the services; only the server imports them. The test kit (the pytest plugin,
-BrokerThread, the cluster fixture) runs the whole broker from outside, at the top with the CLI; nothing of
-the broker imports it.
+Observability (fault rules, the protocol trace, metrics, introspection) is production code the server uses:
+of the broker it knows only the Broker whose state it reads, and only the server, its HTTP services
+(broker.http: the admin endpoint serves it) and the test kit import it. The HTTP services (the admin
+endpoint, the schema registry, the console) sit beside the handlers, on the services; only the server imports
+them. The test kit (the pytest plugin, BrokerThread, the cluster fixture) runs the whole broker from outside, at
+the top with the CLI; nothing of the broker imports it.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ ALLOWED: dict[str, set[str]] = {
     "broker.services": {"protocol", "coordinator", "zk", "broker.log", "broker.config", "broker.clock"},
     "broker.cluster": {"protocol", "coordinator", "zk", "broker.log", "broker.config", "broker.clock",
                        "broker.security", "broker.services"},
+    # A handler is given the Broker (broker.app); so are the observability instruments, which read its state.
     "broker.handlers": {"protocol", "coordinator", "broker.log", "broker.config", "broker.clock",
-                        "broker.security", "broker.services", "broker.cluster"},
+                        "broker.security", "broker.services", "broker.cluster", "broker.app"},
     "broker.app": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
                    "broker.services", "broker.cluster"},
-    "broker.observability": {"protocol"},
-    # What the broker serves over HTTP (admin endpoint, schema registry): beside the handlers, on the services.
-    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.services",
-                    "broker.cluster", "broker.observability"},
+    "broker.observability": {"protocol", "broker.app"},
+    # What the broker serves over HTTP (admin endpoint, schema registry, console): beside the handlers, on the
+    # services; the console's admin connections secure themselves as the brokers' own (broker.security.client_side).
+    "broker.http": {"protocol", "zk", "broker.log", "broker.config", "broker.clock", "broker.security",
+                    "broker.services", "broker.cluster", "broker.observability", "broker.app"},
     "broker.server": {"protocol", "zk", "broker.app", "broker.handlers", "broker.config", "broker.clock",
                       "broker.security", "broker.cluster", "broker.observability", "broker.http"},
 }

@@ -142,6 +142,18 @@ def test_the_in_flight_limit_stops_new_acquisitions() -> None:
     assert sp.acquire("b", [(7, 13)], 100, 0) == [AcquiredRange(10, 13, 1)]
 
 
+def test_records_of_aborted_transactions_are_archived_unread() -> None:
+    """share.isolation.level=read_committed: the batches of aborted transactions are archived as they are read,
+    never handed out; the start offset moves past them."""
+    sp = SharePartition(0)
+    batches = [(0, 2), (3, 5), (6, 6), (7, 9)]  # 3-5 aborted, 6 its abort marker
+    assert sp.acquire("a", batches, 100, 0, aborted={3}) == [AcquiredRange(0, 2, 1), AcquiredRange(6, 9, 1)]
+    assert sp.acknowledge("a", 0, 2, [ACCEPT]) == ErrorCode.NONE and sp.start_offset == 6
+    # An aborted batch after offsets the log no longer has: those are archived with it.
+    sp = SharePartition(0)
+    assert sp.acquire("a", [(2, 4)], 10, 0, aborted={2}) == [] and sp.start_offset == 5
+
+
 def test_simple_assignor_shares_a_partition_between_members() -> None:
     t = uuid.uuid4()
     spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b", "c")}, SubscriptionType.HOMOGENEOUS)

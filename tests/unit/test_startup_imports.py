@@ -47,6 +47,9 @@ NOT_AT_STARTUP = (
     "broker.services.transactions",
     "broker.services.share_partitions",
     "broker.services.marker_writer",
+    "broker.services.fetch_sessions",
+    "protocol.schema",
+    "construct",
     "broker.cluster",
     "broker.security.tls",
     "broker.security.sasl",
@@ -62,6 +65,11 @@ NOT_AT_STARTUP = (
     "protocol.messages.fetch",
     "kazoo",
     "cramjam",
+    # the HTTP services (admin endpoint, schema registry, console) load only when asked for
+    "broker.http",
+    "starlette",
+    "hypercorn",
+    "jinja2",
 )
 
 

@@ -48,6 +48,9 @@ def check(level: Compatibility, new: ParsedSchema, earlier: Sequence[ParsedSchem
     against = earlier if level.transitive else earlier[-1:]
     problems: list[str] = []
     for old in reversed(against):  # the latest first, as Confluent reports
+        if old.schema_type != new.schema_type:  # neither can read the other's data (not a 500: a refusal)
+            problems.append(f"TYPE_CHANGED: the schema type changed from {old.schema_type} to {new.schema_type}")
+            continue
         if level.backward:
             problems += [f"{p} (the new schema reading data of an earlier one)" for p in new.incompatibilities(old)]
         if level.forward:

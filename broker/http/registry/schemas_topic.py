@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from broker.http.registry.records import SCHEMAS_TOPIC
 from broker.services.topics import Partition, TopicError
 from protocol.header import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.cluster.replica_manager import ReplicaManager
+    from broker.cluster.zk_cluster import ZkCluster
+    from broker.services.cluster_view import ClusterView
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +40,9 @@ class BrokerParts(Protocol):
     durability: Any  # broker.services.durability.Durability
     appender: Any  # broker.log.append.Appender
     clock: Any
-    cluster: Any  # SingleNode, or broker.cluster.zk_cluster.ZkCluster
-    replicas: Any  # None on a single broker
+    cluster: ClusterView
+    zk_cluster: ZkCluster | None  # None on a single broker
+    replicas: ReplicaManager | None  # None on a single broker
 
 
 class NotReady(Exception):
@@ -50,7 +56,7 @@ class SchemasTopic:
 
     @property
     def clustered(self) -> bool:
-        return self.broker.replicas is not None
+        return self.broker.cluster.replicated
 
     def partition(self) -> Partition | None:
         return self.broker.topics.partition(SCHEMAS_TOPIC, 0)
@@ -74,13 +80,12 @@ class SchemasTopic:
         return None
 
     async def _create_in_cluster(self) -> None:
-        from broker.cluster.admin import create_topic_in_zk
-
-        cluster = self.broker.cluster
+        cluster = self.broker.zk_cluster
+        assert cluster is not None, "clustered"
         try:
             brokers = await cluster.zk.get_all_brokers()
             replication = min(REPLICATION_FACTOR, max(1, len(brokers)))
-            await create_topic_in_zk(cluster, SCHEMAS_TOPIC, 1, replication, None, TOPIC_CONFIGS)
+            await cluster.admin.write_topic(SCHEMAS_TOPIC, 1, replication, None, TOPIC_CONFIGS)
             log.info("created %s (replication factor %d)", SCHEMAS_TOPIC, replication)
         except Exception as exc:  # TopicExists (another broker was first) is fine; anything else is retried
             log.info("creating %s: %s", SCHEMAS_TOPIC, exc)
@@ -99,8 +104,9 @@ class SchemasTopic:
     def leads(self, partition: Partition) -> bool:
         if not self.clustered:
             return partition.log is not None
+        replicas = self.broker.replicas
         return partition.log is not None and partition.leader == self.broker.node_id and \
-            (SCHEMAS_TOPIC, 0) in self.broker.replicas.leading
+            replicas is not None and (SCHEMAS_TOPIC, 0) in replicas.leading
 
     def readable(self) -> bool:
         """Whether this broker holds a replica it can read the registry from."""

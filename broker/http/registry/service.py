@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from starlette.requests import Request
@@ -24,6 +24,9 @@ from broker.http.registry.records import NOOP_RECORD, RecordError, decode
 from broker.http.registry.schemas_topic import BrokerParts, NotReady, SchemasTopic
 from broker.http.registry.state import Record, RegistryState
 from broker.services.topics import Partition
+
+if TYPE_CHECKING:
+    from zk.session import ZkSession
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ class SchemaRegistry:
             if self.topic.clustered:
                 from zk.schema_registry import publish_url
 
-                await publish_url(self.broker.cluster.zk.session, self.broker.node_id, url)
+                await publish_url(self._zk_session(), self.broker.node_id, url)
             else:
                 try:
                     self.topic.ensure(nursery)
@@ -147,11 +150,17 @@ class SchemaRegistry:
             raise errors.forwarding_failed(f"Error while forwarding the request to the leader: {exc}") from None
         return Response(data, status_code=status, media_type=content_type or CONTENT_TYPE)
 
+    def _zk_session(self) -> ZkSession:
+        """The ZooKeeper session of this broker's cluster (a registry publishes its URL there)."""
+        cluster = self.broker.zk_cluster
+        assert cluster is not None, "only in a cluster"
+        return cluster.zk.session
+
     async def _url_of(self, broker_id: int) -> str | None:
         if broker_id not in self._urls:
             from zk.schema_registry import registry_url
 
-            found = await registry_url(self.broker.cluster.zk.session, broker_id)
+            found = await registry_url(self._zk_session(), broker_id)
             if found is None:
                 return None
             self._urls[broker_id] = found

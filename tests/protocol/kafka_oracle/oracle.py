@@ -80,13 +80,15 @@ def _scalar_json(type_name: str, v: Any) -> Any:
     return v
 
 
-def ask(requests: list[dict[str, Any]], timeout: float = 300.0) -> list[dict[str, Any]]:
-    """Kafka's answers, in order, from one JVM run (all requests at once: a pipe is never a deadlock)."""
+def ask(requests: list[dict[str, Any]], timeout: float = 300.0, release: str = RELEASE,
+        artifacts: list[str] | None = None) -> list[dict[str, Any]]:
+    """Kafka's answers (the classes of `release`), in order, from one JVM run (all requests at once: a pipe
+    is never a deadlock)."""
     java = shutil.which("java")
     if java is None:
         raise Unavailable("java is not installed")
     try:
-        classpath = kafka_jars.classpath(RELEASE, ARTIFACTS)
+        classpath = kafka_jars.classpath(release, artifacts or ARTIFACTS)
     except kafka_jars.Unavailable as exc:
         raise Unavailable(str(exc)) from exc
     text = "".join(json.dumps(request) + "\n" for request in requests)

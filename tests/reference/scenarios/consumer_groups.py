@@ -40,11 +40,12 @@ def find_coordinator(s: Session, group: str) -> None:
 
 def heartbeat(s: Session, step: str, group: str, member: str, epoch: int, *, topics: list[str] | None = None,
               rebalance_ms: int = -1, owned: list[dict[str, Any]] | None = None, instance: str | None = None,
-              assignor: str | None = None, conn: str = "main", version: int = 1) -> dict[str, Any]:
+              assignor: str | None = None, conn: str = "main", version: int = 1, record: bool = True
+              ) -> dict[str, Any]:
     return s.request(step, CONSUMER_GROUP_HEARTBEAT, version, {
         "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": instance, "rack_id": None,
         "rebalance_timeout_ms": rebalance_ms, "subscribed_topic_names": topics, "subscribed_topic_regex": None,
-        "server_assignor": assignor, "topic_partitions": owned}, conn) or {}
+        "server_assignor": assignor, "topic_partitions": owned}, conn, record=record) or {}
 
 
 def join(s: Session, step: str, group: str, member: str, topics: list[str], **kwargs: Any) -> dict[str, Any]:
@@ -201,3 +202,69 @@ def txn_v2_end_txn(s: Session) -> None:
     fetch(s, "read_committed", topic, 0, isolation_level=1)
     fetch(s, "read_uncommitted", topic, 0)
     end_v5(s, "unknown transactional id", s.name("other"), pid, 0, True)
+
+
+# ---- epochs: how each release numbers them ---------------------------------------------------------
+K4_ALL = ("4.1", "4.2", "4.3", "4.4")
+
+
+def group_epoch(s: Session, group: str) -> int:
+    answer = s.request("group epoch", CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group],
+                                                                  "include_authorized_operations": False},
+                       record=False) or {}
+    return ((answer.get("groups") or [{}])[0]).get("group_epoch", -1)
+
+
+def settle(s: Session, step: str, group: str, member: str, epoch: int, mine: list[dict[str, Any]],
+           conn: str = "main", timeout: float = 30.0) -> tuple[int, list[dict[str, Any]]]:
+    """Heartbeat (reporting what the member owns, taking what it is given) until the member has reconciled to
+    the group's epoch: its epoch is the group epoch and the coordinator hands over or takes back nothing more.
+    A coordinator that batches assignments (Kafka 4.3+: group.consumer.assignment.interval.ms) answers some
+    heartbeats with nothing new first, so only the last answer is recorded. (epoch, owned) after."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    answer: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        answer = heartbeat(s, step, group, member, epoch, owned=mine, conn=conn, record=False)
+        if answer.get("error_code"):
+            break
+        epoch = answer.get("member_epoch", epoch)
+        given = answer.get("assignment")
+        if given is not None and owned(answer) != mine:
+            mine = owned(answer)  # took or gave back partitions: report it with the next heartbeat
+            continue
+        if epoch == group_epoch(s, group):
+            break
+        time.sleep(0.05)
+    s.note(step, {"error_code": answer.get("error_code"), "member_epoch": epoch,
+                  "owned": sorted(p for t in mine for p in t["partitions"])})
+    return epoch, mine
+
+
+@scenario(releases=K4_ALL)
+def consumer_group_epochs(s: Session) -> None:
+    """The epochs of a consumer group through its life: the first member's join (4.4 starts a group at epoch
+    1, so the first assignment is epoch 2), a second member, leaving one by one, the empty group's target
+    assignment epoch, and a join of the empty group again."""
+    topic, group = s.name("t"), s.name("g")
+    create_topic(s, "create", topic, partitions=2)
+    find_coordinator(s, group)
+    a = join(s, "first member joins", group, MEMBER_A, [topic])
+    epoch_a, mine_a = settle(s, "first member settles", group, MEMBER_A, a.get("member_epoch", 0), owned(a))
+    describe(s, "one member", group)
+    b = join(s, "second member joins", group, MEMBER_B, [topic], conn="b")
+    epoch_b = b.get("member_epoch", 0)
+    epoch_a, mine_a = settle(s, "first member gives a partition up", group, MEMBER_A, epoch_a, mine_a)
+    epoch_b, _ = settle(s, "second member takes it", group, MEMBER_B, epoch_b, owned(b), conn="b")
+    describe(s, "two members", group)
+    heartbeat(s, "second member leaves", group, MEMBER_B, -1, conn="b")
+    epoch_a, mine_a = settle(s, "first member takes every partition again", group, MEMBER_A, epoch_a, mine_a)
+    describe(s, "one member again", group)
+    heartbeat(s, "last member leaves", group, MEMBER_A, -1)
+    describe(s, "empty", group)
+    again = join(s, "a member joins the empty group", group, MEMBER_A, [topic])
+    settle(s, "it settles", group, MEMBER_A, again.get("member_epoch", 0), owned(again))
+    describe(s, "one member after the empty group", group)
+    heartbeat(s, "it leaves", group, MEMBER_A, -1)
+    describe(s, "empty again", group)

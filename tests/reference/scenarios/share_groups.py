@@ -19,6 +19,14 @@ from tests.reference.scenarios.common import (
     create_topic,
     produce,
 )
+from tests.reference.scenarios.transactions import (
+    add_partitions,
+    end,
+    find_txn_coordinator,
+    first_init,
+    txn_batch,
+    wait_state,
+)
 
 SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
 GROUP = 32  # ConfigResource type
@@ -201,3 +209,106 @@ def share_group_configs(s: Session) -> None:
     for name, values in checks.items():
         for value in values:
             alter_group(s, f"{name}={value}", group, {name: value}, validate_only=True)
+    alter_group(s, "set two", group, {"share.record.lock.duration.ms": "20000", "share.auto.offset.reset": "earliest"})
+    s.wait_for("describe with synonyms", DESCRIBE_CONFIGS, 4, {
+        "resources": [{"resource_type": GROUP, "resource_name": group, "configuration_keys": SHARE_CONFIGS}],
+        "include_synonyms": True, "include_documentation": False},
+        until=lambda a: any(c["value"] == "20000" for c in a["results"][0]["configs"]), timeout=15)
+
+
+DESCRIBE_SHARE_GROUP_OFFSETS = 90
+
+
+def describe_offsets(s: Session, step: str, group: str, lag: int) -> None:
+    """DescribeShareGroupOffsets v1 until the partition's lag is `lag` (Kafka answers from its share-group
+    state, written a moment after the acknowledgement's answer)."""
+    s.wait_for(step, DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group, "topics": None}]},
+               until=lambda a: [p["lag"] for g in a["groups"] for t in g["topics"] for p in t["partitions"]] == [lag],
+               timeout=15)
+
+
+@scenario(releases=V2)
+def share_group_offsets_and_lag(s: Session) -> None:
+    """DescribeShareGroupOffsets v1 (KIP-1226) as acknowledgements move a share partition on: no state before
+    the first acknowledgement, then the start offset Kafka's share-group state holds and the lag (records to
+    the high watermark neither acknowledged nor archived)."""
+    topic, group = s.name("t"), s.name("g")
+    topic_id = setup(s, topic, group, (12,))
+    a = Member(s, group, topic, topic_id, "a")
+    a.first_fetch("a: fetch", 20, mode=BATCH_OPTIMIZED)
+    describe_offsets(s, "after the first fetch", group, -1)
+    a.acknowledge("a: accept 0-5", [ack(0, 5, ACCEPT)])
+    describe_offsets(s, "after accepting 0-5", group, 6)
+    a.acknowledge("a: accept 6-10, reject 11", [ack(6, 11, ACCEPT, ACCEPT, ACCEPT, ACCEPT, ACCEPT, REJECT)])
+    describe_offsets(s, "after accepting all", group, 0)
+    produce(s, "produce 5 more", topic, batch([b"w%d" % n for n in range(5)]))
+    describe_offsets(s, "after 5 more records", group, 5)
+    a.fetch("a: fetch the new records", 20, mode=BATCH_OPTIMIZED)
+    a.acknowledge("a: release 12-16", [ack(12, 16, RELEASE)])
+    describe_offsets(s, "after releasing them", group, 5)
+    a.fetch("a: fetch them again", 20, mode=BATCH_OPTIMIZED)
+    a.acknowledge("a: accept 12-16", [ack(12, 16, ACCEPT)])
+    describe_offsets(s, "after accepting them", group, 0)
+
+
+ALTER_SHARE_GROUP_OFFSETS, SHARE_GROUP_DESCRIBE = 91, 77
+
+
+@scenario(releases=V2)
+def alter_share_group_offsets_of_a_new_group(s: Session) -> None:
+    """AlterShareGroupOffsets of a group that does not exist: Kafka creates the share group, empty, with the
+    start offset; a request naming only an unknown topic creates none. Then the offsets, the group as
+    ShareGroupDescribe and ListGroups see it."""
+    topic, group = s.name("t"), s.name("g")
+    create_topic(s, "create", topic)
+    produce(s, "produce 20", topic, batch([b"v%d" % n for n in range(20)]))
+    s.wait_for("find coordinator", FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]},
+               until=lambda a: a["coordinators"][0]["error_code"] == 0, timeout=60, record=False)
+    s.wait_for("coordinator loaded", SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group],
+                                                               "include_authorized_operations": False},
+               until=lambda a: a["groups"][0]["error_code"] not in (14, 15, 16), timeout=60, record=False)
+    s.request("alter a new group's start offset", ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [
+        {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": 8}]}]})
+    s.request("alter, unknown topic only", ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": s.name("g2"), "topics": [
+        {"topic_name": s.name("none"), "partitions": [{"partition_index": 0, "start_offset": 8}]}]})
+    describe_offsets(s, "the new group's offsets", group, 12)
+    s.request("describe the groups", SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group, s.name("g2")],
+                                                               "include_authorized_operations": False})
+
+
+@scenario(releases=V2)
+def share_fetch_isolation_levels(s: Session) -> None:
+    """share.isolation.level: a read_committed share group gets the records up to the last stable offset and
+    none of an aborted transaction; a read_uncommitted one gets them all (the transaction markers are in the
+    acquired ranges of both: clients acknowledge them as gaps)."""
+    topic, txn = s.name("t"), s.name("txn")
+    committed, uncommitted = s.name("committed"), s.name("uncommitted")
+    create_topic(s, "create", topic)
+    for group, level in ((committed, "read_committed"), (uncommitted, "read_uncommitted")):
+        alter_group(s, f"{level} group", group, {"share.auto.offset.reset": "earliest",
+                                                 "share.isolation.level": level})
+    find_txn_coordinator(s, txn)
+    first = first_init(s, "init", txn)
+    pid, epoch = first.get("producer_id", -1), first.get("producer_epoch", -1)
+    produce(s, "plain 0", topic, batch([b"p0"]))
+    add_partitions(s, "add", txn, pid, epoch, topic)
+    produce(s, "txn 1-2 (to abort)", topic, txn_batch([b"a1", b"a2"], pid, epoch, 0), transactional_id=txn)
+    produce(s, "plain 3", topic, batch([b"p3"]))
+    end(s, "abort", txn, pid, epoch, False)
+    wait_state(s, "abort completed", txn, {"CompleteAbort"})
+    add_partitions(s, "add again", txn, pid, epoch, topic)
+    produce(s, "txn 5 (to commit)", topic, txn_batch([b"c1"], pid, epoch, 2), transactional_id=txn)
+    end(s, "commit", txn, pid, epoch, True)
+    wait_state(s, "commit completed", txn, {"CompleteCommit"})
+    add_partitions(s, "add a third time", txn, pid, epoch, topic)
+    produce(s, "txn 7 (left open)", topic, txn_batch([b"o1"], pid, epoch, 3), transactional_id=txn)
+    answer = s.request("topic id", METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}, record=False)
+    topic_id = uuid.UUID(str(answer["topics"][0]["topic_id"]))
+    for group, name in ((committed, "rc"), (uncommitted, "ru")):
+        member = Member(s, group, topic, topic_id, name)
+        member.first_fetch(f"{name}: fetch", 100, mode=BATCH_OPTIMIZED)
+        member.acknowledge(f"{name}: accept 0-7", [ack(0, 7, ACCEPT)])
+        describe_offsets(s, f"{name}: offsets", group, 1 if group == committed else 0)
+    end(s, "abort the open transaction", txn, pid, epoch, False)

@@ -113,9 +113,9 @@ def txn_errors(s: Session) -> None:
                                                      "producer_epoch": epoch, "group_id": group})
     s.request("txn offset commit", TXN_OFFSET_COMMIT, 3, {
         "transactional_id": txn, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
-        "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
-             "committed_metadata": ""}]}]})
+        "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                                            "committed_metadata": ""}]}]})
     # (A TxnOffsetCommit with a newer epoch is accepted by Kafka 3.9 and then fences the transaction's own
     # marker on __consumer_offsets: the abort below would never complete. Not a scenario for a shared broker.)
     describe_txn(s, "describe ongoing", txn)

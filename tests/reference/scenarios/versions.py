@@ -8,7 +8,7 @@ from tests.reference.harness import Session, scenario
 
 PROFILE_RELEASES = ("3.7", "3.8", "3.9", "4.0", "4.1", "4.2", "4.3", "4.4")
 # Features whose protocols minibroker does not serve yet (docs/compatibility/kafka4.md, "Not served yet"): not offered.
-NOT_OFFERED = {"streams.version", "eligible.leader.replicas.version"}
+NOT_OFFERED = {"eligible.leader.replicas.version"}
 
 
 def served_view(release: str, step: str, answer: Any) -> Any:

@@ -31,6 +31,8 @@ public final class Kafka {
     /** The broker plays a ZooKeeper-mode Kafka (a 3.x profile): it reports no KIP-584 features, as Kafka 3.9's
      *  ZooKeeper-mode brokers do. */
     public final boolean zookeeperMode;
+    /** Settings every client gets (a secured listener's security.protocol, sasl.mechanism, sasl.jaas.config). */
+    public final Map<String, String> clientConfig = new HashMap<>();
     private final String run = UUID.randomUUID().toString().substring(0, 8);
 
     public Kafka(String bootstrap, boolean zookeeperMode) {
@@ -43,8 +45,9 @@ public final class Kafka {
         return prefix + "-" + run;
     }
 
-    public static Properties props(Object... keyValues) {
+    public Properties props(Object... keyValues) {
         Properties props = new Properties();
+        props.putAll(clientConfig);
         for (int i = 0; i < keyValues.length; i += 2) {
             props.put(String.valueOf(keyValues[i]), String.valueOf(keyValues[i + 1]));
         }

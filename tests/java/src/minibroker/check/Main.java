@@ -15,7 +15,8 @@ import java.util.concurrent.TimeoutException;
 /**
  * Runs Java-client checks against a broker, several in one JVM (its start-up costs more than most checks):
  *
- *   java -cp CLASSPATH minibroker.check.Main --bootstrap 127.0.0.1:9092 [--zookeeper-mode] producer. admin.topics
+ *   java -cp CLASSPATH minibroker.check.Main --bootstrap 127.0.0.1:9092 [--zookeeper-mode]
+ *       [--client-config KEY=VALUE ...] producer. admin.topics
  *
  * Each argument selects the checks whose name is it or starts with it. One JSON line per check goes to stdout:
  * {"check": NAME, "ok": true|false, "seconds": S, "error": MESSAGE, "trace": STACK}; the exit status is 0 only
@@ -31,9 +32,13 @@ public final class Main {
         Map<String, Check> checks = new LinkedHashMap<>();
         ProducerChecks.register(checks);
         TransactionChecks.register(checks);
+        TokenChecks.register(checks);
         ConsumerChecks.register(checks);
         AdminChecks.register(checks);
+        FeatureChecks.register(checks);
+        QuotaChecks.register(checks);
         ShareChecks.register(checks);
+        FetchSessionChecks.register(checks);
         return checks;
     }
 
@@ -41,12 +46,14 @@ public final class Main {
         String bootstrap = "127.0.0.1:9092";
         double timeout = 120;
         boolean zookeeperMode = false;
+        List<String> clientConfig = new ArrayList<>();  // KEY=VALUE settings every client of the run gets
         List<String> selectors = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap": bootstrap = args[++i]; break;
                 case "--timeout": timeout = Double.parseDouble(args[++i]); break;
                 case "--zookeeper-mode": zookeeperMode = true; break;
+                case "--client-config": clientConfig.add(args[++i]); break;
                 default: selectors.add(args[i]);
             }
         }
@@ -68,6 +75,10 @@ public final class Main {
             }
         }
         Kafka kafka = new Kafka(bootstrap, zookeeperMode);
+        for (String setting : clientConfig) {
+            int eq = setting.indexOf('=');
+            kafka.clientConfig.put(setting.substring(0, eq), setting.substring(eq + 1));
+        }
         ExecutorService executor = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "check");
             t.setDaemon(true);

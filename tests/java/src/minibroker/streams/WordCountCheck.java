@@ -46,13 +46,16 @@ import org.apache.kafka.streams.kstream.Produced;
  * and the output it commits, read by a read_committed consumer:
  *
  *   java ... minibroker.streams.WordCountCheck --bootstrap B --app-id A --state-dir D --records 3000 --words 30
+ *        [--group-protocol streams]
  *
  * With the record cache off every input record updates its word's count once, so the committed output of a
  * word must be exactly 1, 2, ..., n: a count repeated means a transaction was applied twice, a gap one lost.
  * Whatever happens to the broker meanwhile (the test restarts it), that must hold. JSON lines on stdout:
  * {"event": "progress", ...} while it runs (the test restarts the broker on them), then {"event": "result", ...}
  * with the sequences that were wrong, the internal topics (partitions, log start offsets, configs), and what
- * Streams went through (state changes, replaced threads).
+ * Streams went through (state changes, replaced threads). With --group-protocol streams (KIP-1071) the broker
+ * assigns the tasks and creates the internal topics, and the result also has what the Admin client saw of the
+ * streams group: described and listed while the application runs, deleted once it closed.
  */
 public final class WordCountCheck {
     public static void main(String[] args) throws Exception {
@@ -71,6 +74,7 @@ public final class WordCountCheck {
         short replication = Short.parseShort(opts.getOrDefault("replication-factor", "-1"));
         String input = app + "-input";
         String output = app + "-output";
+        String groupProtocol = opts.getOrDefault("group-protocol", "classic");
 
         try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             admin.createTopics(List.of(new NewTopic(input, Optional.of(3), Optional.of(replication)),
@@ -91,7 +95,8 @@ public final class WordCountCheck {
                 StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 500,
                 StreamsConfig.REPLICATION_FACTOR_CONFIG, replication,
                 StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName(),
-                StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName()));
+                StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class.getName(),
+                StreamsConfig.GROUP_PROTOCOL_CONFIG, groupProtocol));
         streams.setStateListener((now, before) -> states.add(before + "->" + now));
         streams.setUncaughtExceptionHandler(exception -> {
             // A thread that died of a broker outage is replaced; exactly-once must hold all the same.
@@ -149,7 +154,9 @@ public final class WordCountCheck {
             }
         }
         producer.join(60_000);
+        String running = groupProtocol.equals("streams") ? StreamsGroupAdmin.whileRunning(bootstrap, app) : "null";
         boolean closed = streams.close(Duration.ofSeconds(30));
+        String afterClose = groupProtocol.equals("streams") ? StreamsGroupAdmin.afterClose(bootstrap, app) : "null";
 
         List<String> wrong = new ArrayList<>();
         for (int w = 0; w < words; w++) {
@@ -178,6 +185,8 @@ public final class WordCountCheck {
         result.append(", \"closed\": ").append(closed).append(", \"final_state\": ").append(json(
                 streams.state().toString()));
         result.append(", \"topics\": ").append(topics(bootstrap, app, input, output));
+        result.append(", \"group_while_running\": ").append(running);
+        result.append(", \"group_after_close\": ").append(afterClose);
         System.out.println(result.append("}"));
         System.out.flush();
         System.exit(0);

@@ -1,0 +1,1 @@
+"""One module per console page: `routes(console)` gives its routes, each made with `Console.page`."""
