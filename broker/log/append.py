@@ -28,15 +28,13 @@ from broker.log.partition_log import Appended, RecordBatchTooLargeError
 from broker.log.producer_state import Verdict
 from protocol.header import ErrorCode
 from protocol.records import (
-    CONTROL_ABORT,
     CONTROL_COMMIT,
     NO_PRODUCER_ID,
     BatchHeader,
     Buffer,
     CorruptRecordError,
-    decode_records,
+    end_marker,
     iter_batches,
-    parse_control_record,
 )
 
 if TYPE_CHECKING:
@@ -105,9 +103,9 @@ class Appender:
         delta = 0  # of the batch's first offset from the append's
         try:
             parsed = list(iter_batches(view))
-            for header, start, end in parsed:
+            for header, start, _end in parsed:
                 if header.producer_id != NO_PRODUCER_ID:
-                    marker = _end_marker(view, start, end) if header.is_control else None
+                    marker = end_marker(view, start, header) if header.is_control else None
                     refused = _check_producer(partition, header, marker, origin)
                     if refused is not None:
                         return refused
@@ -180,17 +178,6 @@ def _check_producer(partition: AppendTarget, header: BatchHeader, marker: tuple[
     return Appended(ErrorCode[refused], f"producer {header.producer_id}'s epoch {header.producer_epoch} is fenced "
                                         f"in {partition.topic}-{partition.index}")
 
-
-def _end_marker(view: memoryview, start: int, end: int) -> tuple[int, int] | None:
-    """(control type, coordinator epoch) of a control batch's end-transaction marker (Kafka reads it with
-    EndTransactionMarker.deserialize); None for another control record. Raises CorruptRecordError."""
-    records = decode_records(view[start:end])
-    if not records:
-        return None
-    kind, coordinator_epoch = parse_control_record(records[0])
-    if kind not in (CONTROL_ABORT, CONTROL_COMMIT) or coordinator_epoch is None:
-        return None
-    return kind, coordinator_epoch
 
 
 __all__ = ["NOTHING_APPENDED", "Appended", "AppendOrigin", "AppendTarget", "Appender", "client_batch_error"]
