@@ -17,9 +17,13 @@ RUN apt-get update \
 RUN pip install --no-cache-dir '.[pipeline]'
 ENTRYPOINT ["python", "-m", "jobs.spark_to_kafka"]
 
-# The broker.
+# The broker: `docker run -p 9092:9092 minibroker` serves clients on the host at localhost:9092. What Metadata
+# tells clients to connect to is MINIBROKER_ADVERTISED (comma-separated [NAME://]HOST:PORT, for the listeners in
+# order), unless the command gives --advertised: another published port or host needs
+# `-e MINIBROKER_ADVERTISED=HOST:PORT`. Health: `python -m broker.healthcheck 127.0.0.1:9092` (ApiVersions).
 FROM base AS broker
 VOLUME /var/lib/minibroker
 EXPOSE 9092 8081 8080
+ENV MINIBROKER_ADVERTISED=localhost:9092
 ENTRYPOINT ["python", "-m", "broker"]
 CMD ["--listen", "0.0.0.0:9092", "--data-dir", "/var/lib/minibroker"]

@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?= --scale
 PIPELINE_ROWS ?= 100000
 
-.PHONY: install system-deps reference-deps run cluster test lint docs docs-serve console-screenshots bench fuzz soak \
+.PHONY: install system-deps container-deps compose-test reference-deps run cluster test lint docs docs-serve console-screenshots bench fuzz soak \
 	chaos load pipeline \
 	clean bytecode certs \
 	reference-fetch reference-record reference-diff reference-test
@@ -60,6 +60,16 @@ docs-serve: install
 # starts a broker on 127.0.0.1:9092 unless one answers there (see docs/running/pipeline.md).
 pipeline: install system-deps
 	@PY=$(PY) ROWS=$(PIPELINE_ROWS) scripts/pipeline.sh
+
+# The images and docker-compose.yml run for real (tests/containers/, docs/running/docker-compose.md): podman as
+# the engine (root; installed from apt), base images made locally with mmdebstrap (cached in ~/.cache/minibroker, no
+# registry), `docker run -p 9092:9092` and the compose services with clients on the host, the broker recreated on
+# its volume, the pipeline service, the cluster profile with a broker killed; everything removed at the end.
+container-deps:
+	@scripts/install-container-deps.sh
+
+compose-test: install system-deps container-deps
+	MINIBROKER_CONTAINER_TESTS=1 $(PY) -m pytest -ra $(PYTEST_ARGS) tests/containers
 
 # The console's pages in headless Chromium against a broker with sample data (topics, a lagging group, an open
 # transaction, schema-registry payloads), saved as docs/images/console/*.png for docs/console.md.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -20,6 +21,11 @@ from broker.config.options import (
     parse_listener,
 )
 
+# The advertised addresses when no --advertised is given, comma-separated: how a container image says what a
+# client outside it reaches (the Dockerfile sets localhost:9092, the port `docker run -p 9092:9092` publishes),
+# as KAFKA_ADVERTISED_LISTENERS does for Kafka's image.
+ADVERTISED_ENV = "MINIBROKER_ADVERTISED"
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -34,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "themselves; no name: PLAINTEXT)")
     p.add_argument("--advertised", action="append", metavar="[NAME://]HOST:PORT",
                    help="address Metadata gives clients for the listener of that NAME, or without a name for "
-                        "the matching --listen in order (repeatable; for containers and NAT)")
+                        "the matching --listen in order (repeatable; for containers and NAT; default: "
+                        f"${ADVERTISED_ENV}, comma-separated, else the --listen addresses)")
     p.add_argument("--port", type=int, help="port of the first listener (shorthand)")
     p.add_argument("--data-dir", type=Path, help="directory for logs and state (default ./data)")
     p.add_argument("--broker-id", type=int, help="this broker's node id (default 0)")
@@ -87,6 +94,13 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         config.set_option(name.strip(), value, validate=False)
     if args.advertised:
         config.listeners = advertise(config.listeners, args.advertised)
+    elif os.environ.get(ADVERTISED_ENV, "").strip() and not any(
+            item.partition("=")[0].strip() == "advertised.listeners" for item in args.override):
+        addresses = [a.strip() for a in os.environ[ADVERTISED_ENV].split(",") if a.strip()]
+        try:
+            config.listeners = advertise(config.listeners, addresses)
+        except ValueError as exc:
+            raise ValueError(f"{ADVERTISED_ENV}={os.environ[ADVERTISED_ENV]!r}: {exc}") from None
     if args.port is not None:
         first = config.listeners[0]
         config.listeners[0] = dataclasses.replace(first, port=args.port,

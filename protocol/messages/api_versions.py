@@ -50,9 +50,10 @@ def encode_response(version: int, body: Mapping[str, Any]) -> bytes:
         from protocol.schema import message
 
         return message("ApiVersionsResponse").encode(version, body)
-    out = [I16.pack(body.get("error_code", 0)), count(len(body["api_keys"]), flex)]
+    api_keys = body.get("api_keys") or ()  # the generic codec's default: an empty array
+    out = [I16.pack(body.get("error_code", 0)), count(len(api_keys), flex)]
     tail = b"\x00" if flex else b""
-    for entry in body["api_keys"]:
+    for entry in api_keys:
         out.append(_ENTRY.pack(entry["api_key"]) + _ENTRY.pack(entry["min_version"]) +
                    _ENTRY.pack(entry["max_version"]) + tail)
     if version >= 1:

@@ -11,11 +11,11 @@ import shlex
 from pathlib import Path
 
 import pytest
-import yaml
 
 from broker.cli import build_parser, config_from_args
 from broker.testkit import BrokerThread
 from broker.testkit.security import main as make_certs
+from tests.compose_file import resolved
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = (REPO / "docs" / "running" / "security.md").read_text()
@@ -81,11 +81,12 @@ def test_make_run_example_serves_the_readme_client_settings(certs: Path) -> None
 
 
 def test_compose_secure_broker_command_line(certs: Path) -> None:
-    service = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["broker-secure"]
+    service = resolved()["services"]["broker-secure"]
     args = [str(a).replace("/certs/", str(certs / "certs") + "/") for a in service["command"]]
     config = config_from_args(build_parser().parse_args(args))
     assert [(li.name, li.port, li.advertised_host) for li in config.listeners] == [("SASL_SSL", 9093, "localhost")]
-    assert "9093:9093" in service["ports"] and "./certs:/certs:ro" in service["volumes"]
+    assert service["ports"] == ["127.0.0.1:9093:9093/tcp"]
+    assert any(v.endswith(":/certs:ro") for v in service["volumes"])
     from broker.security.listener_security import SecurityProtocol, build_listener_security
 
     security = build_listener_security("SASL_SSL", SecurityProtocol.SASL_SSL, config.security,

@@ -16,7 +16,7 @@ EXTRA_RELEASES = {"3.7": "3.7.2", "3.8": "3.8.1", "4.2": "4.2.2", "4.3": "4.3.1"
 DIFF_RELEASES = ("3.9", "4.1", "4.4")
 # Kafka 4's brokers log through SLF4J 1.7 to Log4j 2, but its Maven artifacts leave the binding (and for
 # 4.0 Log4j itself) to the distribution: without it every log line is dropped.
-_LOG4J2 = ["org.apache.logging.log4j:log4j-slf4j-impl:2.24.3", "org.apache.logging.log4j:log4j-core:2.24.3"]
+LOG4J2 = ["org.apache.logging.log4j:log4j-slf4j-impl:2.24.3", "org.apache.logging.log4j:log4j-core:2.24.3"]
 
 
 def version(release: str) -> str:
@@ -40,7 +40,7 @@ def uses_log4j2(release: str) -> bool:
 def artifacts(release: str) -> list[str]:
     """The broker, the command-line tools (perf tests, kafka-configs) and a logging backend."""
     base = ["kafka_2.13", "kafka-tools"]
-    return base + _LOG4J2 if uses_log4j2(release) else base
+    return base + LOG4J2 if uses_log4j2(release) else base
 
 
 def classpath(release: str) -> str:

@@ -48,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 # The test kit and the entry points: above everything, imported by nothing of the broker.
 TOP_PACKAGES = ("broker.testkit",)
-TOP = ("broker", "broker.cli", "broker.__main__", "broker.testing")
+TOP = ("broker", "broker.cli", "broker.__main__", "broker.healthcheck", "broker.testing")
 
 
 def _module_name(path: Path) -> str:
@@ -166,8 +166,8 @@ def test_no_module_imports_its_importer() -> None:
 
 def test_broker_top_level_holds_only_entry_modules() -> None:
     top_level = sorted(p.name for p in (ROOT / "broker").glob("*.py"))
-    assert top_level == ["__init__.py", "__main__.py", "app.py", "cli.py", "clock.py", "log_format.py",
-                         "testing.py"]
+    assert top_level == ["__init__.py", "__main__.py", "app.py", "cli.py", "clock.py", "healthcheck.py",
+                         "log_format.py", "testing.py"]
 
 
 def test_the_rules_catch_a_forbidden_import() -> None:
