@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from broker.log.partition_log import Appended, RecordBatchTooLargeError
+from broker.log.producer_snapshot import marker_reader
 from broker.log.producer_state import Verdict
 from protocol.header import ErrorCode
 from protocol.records import (
@@ -90,7 +91,7 @@ class Appender:
         """`wake_fetches()`: long-polling fetches look at their partitions again."""
         self._wake_fetches = wake_fetches
         # In a cluster, the replica manager's: after a leader's append its high watermark may move.
-        self.on_leader_append: Callable[[Any], None] | None = None
+        self.on_leader_append: Callable[[AppendTarget], None] | None = None
 
     def append(self, partition: AppendTarget, records: Buffer, origin: AppendOrigin, now_ms: int) -> Appended:
         """Check `records` (whole v2 batches) for `origin`, append them, commit them to the producer state,
@@ -134,8 +135,6 @@ class Appender:
 
     def _append_as_follower(self, partition: AppendTarget, records: Buffer, now_ms: int) -> Appended:
         """A leader's batches, stored as they are; the producer state replays them (markers included)."""
-        from broker.log.producer_snapshot import marker_reader
-
         plog = partition.log
         try:
             headers = plog.append_as_follower(records, now_ms=now_ms)
