@@ -504,10 +504,42 @@ def control_batch(commit: bool, producer_id: int, producer_epoch: int, coordinat
 
 def parse_control_record(record: Record) -> tuple[int, int | None]:
     """(control type, coordinator epoch or None) of a control record; CONTROL_COMMIT / CONTROL_ABORT."""
-    if record.key is None or len(record.key) < 4:
+    return _control_type_and_epoch(record.key, record.value)
+
+
+def _control_type_and_epoch(key: bytes | None, value: bytes | None) -> tuple[int, int | None]:
+    if key is None or len(key) < 4:
         raise CorruptRecordError("invalid control record key")
-    _version, kind = _CONTROL_KEY.unpack_from(record.key)
+    _version, kind = _CONTROL_KEY.unpack_from(key)
     epoch = None
-    if kind in (CONTROL_ABORT, CONTROL_COMMIT) and record.value is not None and len(record.value) >= 6:
-        epoch = _MARKER_VALUE.unpack_from(record.value)[1]
+    if kind in (CONTROL_ABORT, CONTROL_COMMIT) and value is not None and len(value) >= 6:
+        epoch = _MARKER_VALUE.unpack_from(value)[1]
     return kind, epoch
+
+
+def end_marker(batch: Buffer, pos: int = 0, header: BatchHeader | None = None) -> tuple[int, int] | None:
+    """(CONTROL_COMMIT or CONTROL_ABORT, coordinator epoch) of the control batch at `pos` (whose `header` the
+    caller may have parsed already) when its record is an end-transaction marker (Kafka's
+    EndTransactionMarker.deserialize); None for another control record or a batch the cleaner emptied. Reads the
+    one record in place (a marker is appended at every transaction's end). Raises CorruptRecordError."""
+    if header is None:
+        header = parse_batch_header(batch, pos)
+    if header.records_count < 1:
+        return None
+    end = pos + header.size
+    if header.compression or len(batch) < end:
+        records = decode_records(memoryview(batch)[pos:end])
+        key, value = records[0].key, records[0].value
+    else:
+        length, at = _read_varint(batch, pos + BATCH_HEADER_SIZE, end)
+        record_end = at + length
+        if length < 1 or record_end > end:
+            raise CorruptRecordError(f"invalid record size {length}")
+        _timestamp_delta, at = _read_varint(batch, at + 1, record_end)  # after the attributes byte
+        _offset_delta, at = _read_varint(batch, at, record_end)
+        key, at = _read_bytes(batch, at, record_end)
+        value, at = _read_bytes(batch, at, record_end)
+    kind, coordinator_epoch = _control_type_and_epoch(key, value)
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT) or coordinator_epoch is None:
+        return None
+    return kind, coordinator_epoch

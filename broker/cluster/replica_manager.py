@@ -39,6 +39,7 @@ from protocol.header import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from broker.cluster.zk_cluster import ZkCluster
+    from broker.log.append import Appender
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,12 @@ class LeaderState:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, clock: Clock, config: BrokerConfig,
-                 cluster: ZkCluster) -> None:
+    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, appender: Appender, clock: Clock,
+                 config: BrokerConfig, cluster: ZkCluster) -> None:
         self.node_id = node_id
         self.topics = topics
         self.appends = appends
+        self.appender = appender  # the replica fetchers append through it (AppendOrigin.REPLICATION)
         self.clock = clock
         self.config = config
         self.cluster = cluster

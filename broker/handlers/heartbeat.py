@@ -13,7 +13,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     groups = ctx.broker.groups
-    not_here = groups.error_for(req.group_id)  # NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
+    not_here = groups.runtime.error_for(req.group_id)  # NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
     if not_here:
         return {"throttle_time_ms": 0, "error_code": not_here}
     error = groups.coordinator.heartbeat(

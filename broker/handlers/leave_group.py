@@ -15,7 +15,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     groups = ctx.broker.groups
     await groups.loaded.wait()
-    not_here = groups.error_for(req.group_id)
+    not_here = groups.runtime.error_for(req.group_id)
     if not_here:
         return {"throttle_time_ms": 0, "error_code": not_here, "members": []}
     leaving = [(m.member_id, m.group_instance_id) for m in req.members] if version >= 3 else \

@@ -65,11 +65,6 @@ class Durability:
         if self.replicas is not None:
             self.replicas.log_dir_failed(f"{type(exc).__name__}: {exc}")
 
-    def appended(self, partition: Partition) -> None:
-        """After a leader's append: with an ISR of one the high watermark moves at once."""
-        if partition.replicated_hw is not None and self.replicas is not None:
-            self.replicas.leader_appended(partition)
-
     def check_min_isr(self, partition: Partition) -> ErrorCode:
         """acks=all before the append: NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas."""
         if partition.replicated_hw is None or self.replicas is None:

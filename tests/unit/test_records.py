@@ -30,6 +30,7 @@ from protocol.records import (
     control_batch,
     decode_records,
     decompress,
+    end_marker,
     iter_batches,
     parse_batch_header,
     parse_control_record,
@@ -322,6 +323,30 @@ def test_control_batch_is_kafkas_end_transaction_marker(commit):
     assert theirs.is_control_batch and theirs.validate_crc()
     (marker,) = list(theirs)
     assert marker.commit is commit and marker.offset == 30
+
+
+@pytest.mark.parametrize("codec", [COMPRESSION_NONE, COMPRESSION_GZIP])
+@pytest.mark.parametrize("commit", [True, False])
+def test_end_marker_reads_the_control_record_in_place(commit, codec):
+    kind = CONTROL_COMMIT if commit else CONTROL_ABORT
+    marker = [Record(0, 0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 77))]
+    batch = build_batch(marker, producer_id=3, producer_epoch=1, is_transactional=True, is_control=True,
+                        compression=codec)
+    assert end_marker(batch) == (kind, 77)
+    assert end_marker(b"\x00" * 5 + batch, 5) == (kind, 77)  # a batch inside a larger buffer
+    assert end_marker(control_batch(commit, 3, 1, 12, 5555)) == (kind, 12)
+
+
+def test_end_marker_of_other_control_batches():
+    leader_change = [Record(0, 0, struct.pack(">hh", 0, 2), b"\x00\x00")]  # Kafka's LEADER_CHANGE type
+    assert end_marker(build_batch(leader_change, is_control=True)) is None
+    emptied = build_batch([], producer_id=3, producer_epoch=1, is_transactional=True, is_control=True)
+    assert end_marker(emptied) is None  # the cleaner leaves an empty batch in place of a removed marker
+    no_epoch = [Record(0, 0, struct.pack(">hh", 0, CONTROL_COMMIT), b"\x00")]
+    assert end_marker(build_batch(no_epoch, is_control=True)) is None
+    cut = control_batch(True, 3, 1, 12, 5555)
+    with pytest.raises(CorruptRecordError):
+        end_marker(cut[:61] + b"\x7e" + cut[62:])  # a record length (63) past the batch
 
 
 def test_decode_records_rejects_inconsistent_batches():
