@@ -24,7 +24,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             continue
-        not_here = groups.error_for(group_id)
+        not_here = groups.runtime.error_for(group_id)
         if not_here:
             out.append({"error_code": not_here, "group_id": group_id,
                         "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],

@@ -190,7 +190,7 @@ def test_produce_and_marker_validation(minibroker_server, topic_name):
         # Markers go to internal topics too (transactional offset commits in __consumer_offsets).
 
         def on_offsets(state: Any) -> tuple[int, int]:
-            partition = state.groups.offsets_topic().partitions[0]
+            partition = state.groups.runtime.topic().partitions[0]
             return state.markers.append_marker(partition, pid, 1, 3, False, state.now_ms())
         assert broker.call(on_offsets) == (NONE, 0)
 

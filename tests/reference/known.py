@@ -34,8 +34,6 @@ KNOWN: list[Known] = [
     Known("*", "*", "*.records.cut_off_tail", _WHOLE_BATCHES, deliberate=True),
     Known("read_committed", "read_committed, first batch only", "*aborted_transactions*", _WHOLE_BATCHES,
           deliberate=True),
-    Known("produce_errors", "gzip flag on plain bytes", "*", "no decompression on the produce path: a corrupt "
-          "compressed payload is stored; Kafka decompresses every compressed batch to check it", deliberate=True),
     Known("produce_errors", "null records", "*", "a null record set gets INVALID_RECORD; Kafka fails the "
           "request and closes the connection", deliberate=True),
     Known("describe_all_broker_configs", "all", "results[resource_name=0].configs[names]",
