@@ -20,18 +20,14 @@ import logging
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from coordinator.consumer_assignment import target_assignment
 from coordinator.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     GroupRecord,
     MemberState,
-    current_assignment_record,
     group_tombstones,
     member_subscription_record,
-    member_tombstones,
-    target_assignment_record,
 )
 from coordinator.consumer_group_regex import regex_update
 from coordinator.group import JoinResult, SyncResult
@@ -122,7 +118,7 @@ class ClassicProtocolMembers:
                 log.info("[GroupId %s] Member %s joins the consumer group using the classic protocol.",
                          group_id, member_id)
         else:
-            member = self._classic_static_member(group, member_id, instance_id, unknown, records)
+            member = self._static_member(group, member_id, -1, instance_id, None, unknown, records, classic=True)
         updated = member.replace(
             instance_id=instance_id if instance_id is not None else member.instance_id,
             rack_id=subscription.rack_id or member.rack_id,
@@ -145,7 +141,6 @@ class ClassicProtocolMembers:
 
         owned = topic_partitions(subscription.owned_partitions, self.topics)
         downgrade = replaced is not None and self._may_downgrade(group, {replaced.member_id}, replacing=True)
-        assigned = False
         if downgrade:
             # The last consumer-protocol member (static) is replaced by this classic one: the group becomes classic
             # again; it rebalances if its assignment is behind its epoch.
@@ -161,51 +156,13 @@ class ClassicProtocolMembers:
             self._commit(group_id, records + group_tombstones(group, ids), now_ms, downgraded=(classic, stale))
             self._forget_members(group_id, group.members)
         else:
-            assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
-            if assigned:
-                target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
-                                           self.config.assignors[0])
-                target_epoch = group_epoch
-            else:
-                target_epoch = group.assignment_epoch
-                target = group.target_of(updated.member_id, updated.instance_id)
-            updated = self._maybe_reconcile(group, updated, target_epoch, target, owned, records) or updated
-            self._commit(group_id, records, now_ms)
-            if assigned:
-                self.groups[group_id].last_assignment_ms = now_ms
+            updated = self._assign_and_reconcile(group, group_epoch, member, updated, sub_type, owned, records,
+                                                 now_ms) or updated
             self.timers.cancel((CLASSIC_JOIN, group_id, member_id))
             self._schedule_session(group_id, member_id, now_ms, session_timeout_ms)
             self.timers.schedule((CLASSIC_SYNC, group_id, member_id), now_ms + max(rebalance_timeout_ms, 0))
         return JoinResult(ErrorCode.NONE, updated.member_id, updated.member_epoch, "consumer",
                           updated.classic.protocol_name if updated.classic is not None else None, "")
-
-    def _classic_static_member(self, group: ConsumerGroup, member_id: str, instance_id: str, joining: bool,
-                               records: list[GroupRecord]) -> ConsumerGroupMember:
-        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember for the classic protocol: a new instance takes the
-        place of the instance id's member (whichever protocol it uses), its target assignment too."""
-        existing = group.static_member(instance_id)
-        if joining:
-            if existing is None:
-                log.info("[GroupId %s] Static member %s with instance id %s joins the consumer group using the "
-                         "classic protocol.", group.group_id, member_id, instance_id)
-                return group.members.get(member_id) or ConsumerGroupMember(member_id)
-            new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            records += member_tombstones(group.group_id, existing.member_id)
-            records.append(member_subscription_record(group.group_id, new))
-            records.append(target_assignment_record(group.group_id, member_id,
-                                                    group.target_assignment.get(existing.member_id, {})))
-            records.append(current_assignment_record(group.group_id, new))
-            self._cancel_timers(group.group_id, existing.member_id)
-            log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group using the classic "
-                     "protocol. Created a new member %s to replace the existing member %s.", group.group_id,
-                     instance_id, member_id, existing.member_id)
-            return new
-        if existing is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                             f"{instance_id} was fenced by member {existing.member_id}.")
-        return existing
 
     # == SyncGroup, Heartbeat, LeaveGroup ===========================================================
     def classic_sync(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
@@ -335,7 +292,7 @@ class ClassicProtocolMembers:
         if classic is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         check_upgrade(classic, self.config.migration_policy, self.config.max_size)
-        converted = upgrade_records(classic, self.topics, lambda names: self._metadata_hash(dict.fromkeys(names)))
+        converted = upgrade_records(classic, self.topics, self._metadata_hash)
         records += converted
         log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
         return group_from_records(group_id, converted, now_ms)

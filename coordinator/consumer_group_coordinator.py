@@ -13,9 +13,7 @@ the shell fires with `tick`.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,7 +23,7 @@ from coordinator.assignors import (
     Assignment,
     SubscriptionType,
 )
-from coordinator.consumer_assignment import next_assignment, target_assignment
+from coordinator.consumer_assignment import metadata_hash, next_assignment, target_assignment
 from coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -34,7 +32,6 @@ from coordinator.consumer_group import (
     ConsumerGroupState,
     GroupRecord,
     MemberState,
-    SubscriptionCount,
     current_assignment_record,
     epoch_record,
     group_tombstones,
@@ -49,7 +46,7 @@ from coordinator.consumer_group import (
 from coordinator.consumer_group_classic import CLASSIC_JOIN, CLASSIC_SYNC, ClassicProtocolMembers
 from coordinator.consumer_group_describe import DescribedGroup, describe_groups
 from coordinator.consumer_group_regex import regex_update, resolve_regexes
-from coordinator.consumer_heartbeat_checks import check_member_epoch, validate_request
+from coordinator.consumer_heartbeat_checks import check_member_epoch, owned_partitions, validate_request
 from coordinator.group_conversion import consumer_group_for
 from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
 from coordinator.timers import KeyedTimers
@@ -103,17 +100,6 @@ class HeartbeatResult:
 _SESSION = "session"
 _REBALANCE = "rebalance"
 _ASSIGN = "assign"  # a group's batched target assignment (Kafka 4.3+)
-
-
-def _topic_partitions(entries: Iterable[Mapping[str, object]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
-    if entries is None:
-        return None
-    out: dict[uuid.UUID, frozenset[int]] = {}
-    for entry in entries:
-        topic_id = entry["topic_id"]
-        assert isinstance(topic_id, uuid.UUID)
-        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(entry["partitions"])  # type: ignore[arg-type]
-    return out
 
 
 class ConsumerGroupCoordinator(ClassicProtocolMembers):
@@ -194,18 +180,8 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
             if any(group.is_subscribed_to(name) for name in names) or created:
                 group.request_metadata_refresh()
 
-    def _metadata_hash(self, subscribed: Mapping[str, SubscriptionCount]) -> int:
-        """A hash of the subscribed topics' ids and partition counts: a change bumps the group epoch. (Kafka
-        hashes more, with its own function; only equality matters.)"""
-        digest = hashlib.blake2b(digest_size=8)
-        for name in sorted(subscribed):
-            topic_id = self.topics.topic_id(name)
-            if topic_id is None:
-                continue
-            digest.update(name.encode() + b"\0" + topic_id.bytes + struct.pack(">i",
-                                                                                 self.topics.partition_count(topic_id)))
-        value = struct.unpack(">q", digest.digest())[0]
-        return value if subscribed else 0
+    def _metadata_hash(self, subscribed: Iterable[str]) -> int:
+        return metadata_hash(subscribed, self.topics)
 
     # == ConsumerGroupHeartbeat ==================================================================
     def heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
@@ -221,7 +197,7 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
                 return self._leave(group_id, instance_id, member_id, member_epoch, now_ms)
             return self._heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                                    subscribed_topic_names, subscribed_topic_regex, server_assignor,
-                                   _topic_partitions(topic_partitions), client_id, client_host, now_ms)
+                                   owned_partitions(topic_partitions), client_id, client_host, now_ms)
         except GroupError as exc:
             return HeartbeatResult(exc.error, exc.message)
         except StoreError as exc:
@@ -295,19 +271,7 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
         if bump or group.metadata_expired(now_ms):
             group_epoch, sub_type = self._update_subscription_metadata(group, bump, member, updated, records, now_ms)
 
-        assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
-        if assigned:
-            target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
-                                       self.config.assignors[0])
-            target_epoch = group_epoch
-        else:
-            target_epoch = group.assignment_epoch
-            target = group.target_of(updated.member_id, updated.instance_id)
-
-        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
-        self._commit(group_id, records, now_ms)
-        if assigned:  # (a new group exists once its records are replayed)
-            self.groups[group_id].last_assignment_ms = now_ms
+        reconciled = self._assign_and_reconcile(group, group_epoch, member, updated, sub_type, owned, records, now_ms)
         self._after_reconcile(group_id, updated if reconciled is None else reconciled, reconciled is not None,
                               now_ms)
         final = reconciled if reconciled is not None else updated
@@ -341,7 +305,10 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
 
     def _static_member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str,
                        owned: dict[uuid.UUID, frozenset[int]] | None, create: bool,
-                       records: list[GroupRecord]) -> ConsumerGroupMember:
+                       records: list[GroupRecord], classic: bool = False) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember: a new instance takes the place of the instance
+        id's member, its target assignment too, once that member left, unless one of them speaks the classic
+        protocol (`classic`: the one joining; no epoch to check)."""
         existing = group.static_member(instance_id)
         if create:
             if existing is None:
@@ -349,7 +316,8 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
                 log.info("[GroupId %s] Static member %s with instance id %s joins the consumer group.",
                          group.group_id, member_id, instance_id)
                 return member
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol \
+                    and not classic:
                 raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {instance_id} cannot join the group "
                                  f"because the instance id is owned by {existing.member_id} member.")
@@ -369,7 +337,8 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
         if existing.member_id != member_id:
             raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                              f"{instance_id} was fenced by member {existing.member_id}.")
-        check_member_epoch(existing, epoch, owned)
+        if not classic:
+            check_member_epoch(existing, epoch, owned)
         return existing
 
     # -- regular expressions (their resolution: coordinator/consumer_group_regex.py) ----------
@@ -418,6 +387,26 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
         return epoch, sub_type
 
     # -- reconciliation (Kafka's CurrentAssignmentBuilder: coordinator/consumer_assignment.py) --
+    def _assign_and_reconcile(self, group: ConsumerGroup, group_epoch: int, member: ConsumerGroupMember,
+                              updated: ConsumerGroupMember, sub_type: SubscriptionType,
+                              owned: dict[uuid.UUID, frozenset[int]] | None, records: list[GroupRecord],
+                              now_ms: int) -> ConsumerGroupMember | None:
+        """A new target assignment when the group epoch moved past the last one (and one may be computed now), the
+        member's next step towards its target, all written; the member reconciled (None: unchanged)."""
+        assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
+        if assigned:
+            target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
+                                       self.config.assignors[0])
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.assignment_epoch
+            target = group.target_of(updated.member_id, updated.instance_id)
+        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
+        self._commit(group.group_id, records, now_ms)
+        if assigned:  # (a new group exists once its records are replayed)
+            self.groups[group.group_id].last_assignment_ms = now_ms
+        return reconciled
+
     def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int,
                          target: Assignment, owned: dict[uuid.UUID, frozenset[int]] | None,
                          records: list[GroupRecord]) -> ConsumerGroupMember | None:

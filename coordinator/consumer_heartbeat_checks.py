@@ -5,7 +5,7 @@ throwIfConsumerGroupMemberEpochIsInvalid)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from coordinator.consumer_group import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember
 from coordinator.group_interfaces import GroupError
@@ -64,3 +64,15 @@ def check_member_epoch(member: ConsumerGroupMember, received: int,
             raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member "
                              f"epoch ({received}) than the one known by the group coordinator "
                              f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+
+
+def owned_partitions(entries: Iterable[Mapping[str, object]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
+    """The request's TopicPartitions (what the member owns) by topic id; None when not sent."""
+    if entries is None:
+        return None
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for entry in entries:
+        topic_id = entry["topic_id"]
+        assert isinstance(topic_id, uuid.UUID)
+        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(entry["partitions"])  # type: ignore[arg-type]
+    return out

@@ -13,7 +13,6 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
@@ -88,14 +87,7 @@ final class MigrationChecks {
             Expect.equal("the group after the downgrade", GroupType.CLASSIC, after.type());
             Expect.equal("its assignor", cooperative ? "cooperative-sticky" : "range", after.partitionAssignor());
 
-            Expect.equal("records consumed (each once)", new TreeSet<>(produced).toString(),
-                    new TreeSet<>(consumed).toString());
-            Expect.equal("records consumed, duplicates included", produced.size(), consumed.size());
-            Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
-                    .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
-            for (TopicPartition tp : Kafka.partitions(topic, PARTITIONS)) {
-                Expect.equal("committed offset of " + tp, 100L, committed.get(tp).offset());
-            }
+            ConsumerChecks.expectReadOnce(admin, group, topic, produced, consumed, 100L);
         } finally {
             classic.consumer.close();
             if (modern != null) {
