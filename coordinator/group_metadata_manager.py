@@ -1,7 +1,8 @@
 """Classic group membership as pure logic (the classic part of Kafka 4's GroupMetadataManager, after the
 GroupCoordinator of Kafka 2.x-3.x): JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance and the timers
-that expire sessions and complete delayed joins, ListGroups and DescribeGroups, and the GroupMetadata records
-of `__consumer_offsets`. Committed offsets are coordinator/offset_metadata_manager.py's.
+that expire sessions and complete delayed joins, groups changing hands with the consumer group coordinator
+(KIP-848's online migration), and the GroupMetadata records of `__consumer_offsets`. Committed offsets are
+coordinator/offset_metadata_manager.py's.
 
 Time comes in as `now_ms`; nothing here sleeps or does I/O. Records go to an injected `GroupStore`; responses
 that wait (JoinGroup until the rebalance completes, SyncGroup until the leader's assignment) are delivered
@@ -11,14 +12,12 @@ through callbacks. Method names follow Kafka's where it helps.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from coordinator.group import (
     UNKNOWN_MEMBER_ID,
     Group,
     GroupConfig,
-    GroupDescription,
-    GroupListing,
     GroupState,
     JoinCallback,
     JoinResult,
@@ -518,18 +517,6 @@ class GroupMetadataManager:
                     self._on_join_expired(group, now_ms)
             elif kind == _SYNC:
                 self._on_sync_expired(group, now_ms)
-
-    # == ListGroups, DescribeGroups ================================================================
-    def list_groups(self, states: Iterable[str] = ()) -> list[GroupListing]:
-        wanted = {s.lower() for s in states}
-        return [g.overview() for g in self.groups.values()
-                if not g.is_in(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)]
-
-    def describe_group(self, group_id: str, assignments_while_rebalancing: bool = False) -> GroupDescription:
-        group = self.groups.get(group_id)
-        if group is None:
-            return GroupDescription(group_id, GroupState.DEAD.value, "", "", [])
-        return group.summary(assignments_while_rebalancing)
 
     # == groups without members (offsets only), dead groups ========================================
     def demote_to_simple(self, group_id: str) -> None:
