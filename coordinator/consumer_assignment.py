@@ -24,12 +24,11 @@ from coordinator.assignors import (
 from coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
-    GroupRecord,
     MemberState,
     target_assignment_record,
     target_epoch_record,
 )
-from coordinator.group_interfaces import GroupError, TopicsView
+from coordinator.group_interfaces import GroupError, GroupRecord, TopicsView
 from protocol.header import ErrorCode
 
 log = logging.getLogger(__name__)

@@ -20,14 +20,14 @@ from enum import Enum
 from typing import Any
 
 from coordinator.assignors import Assignment, SubscriptionType
+from coordinator.group_interfaces import (
+    EVENTS_KEPT,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    GroupRecord,
+    tombstone,
+)
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType
-
-EVENTS_KEPT = 100
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
-GroupRecord = tuple[GroupRecordType, dict[str, Any], dict[str, Any] | None]  # (type, key, value or tombstone)
 
 
 class MemberState(Enum):
@@ -491,10 +491,6 @@ def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> Gro
 def regex_record(group_id: str, regex: str, resolved: ResolvedRegex) -> GroupRecord:
     return (GroupRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, {"group_id": group_id, "regular_expression": regex},
             {"topics": sorted(resolved.topics), "version": resolved.version, "timestamp": resolved.timestamp_ms})
-
-
-def tombstone(kind: GroupRecordType, group_id: str, **key: str) -> GroupRecord:
-    return (kind, {"group_id": group_id, **key}, None)
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[GroupRecord]:

@@ -24,7 +24,6 @@ from coordinator.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
-    GroupRecord,
     MemberState,
     group_tombstones,
     member_subscription_record,
@@ -41,7 +40,7 @@ from coordinator.group_conversion import (
     topic_partitions,
     upgrade_records,
 )
-from coordinator.group_interfaces import GroupError, StoreError
+from coordinator.group_interfaces import GroupError, GroupRecord, StoreError
 from protocol.consumer_protocol import SubscriptionError, decode_subscription
 from protocol.header import ErrorCode
 

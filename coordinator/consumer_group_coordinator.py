@@ -25,12 +25,9 @@ from coordinator.assignors import (
 )
 from coordinator.consumer_assignment import metadata_hash, next_assignment, target_assignment
 from coordinator.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
-    GroupRecord,
     MemberState,
     current_assignment_record,
     epoch_record,
@@ -41,15 +38,23 @@ from coordinator.consumer_group import (
     subscription_type,
     target_assignment_record,
     target_epoch_record,
-    tombstone,
 )
 from coordinator.consumer_group_classic import CLASSIC_JOIN, CLASSIC_SYNC, ClassicProtocolMembers
 from coordinator.consumer_group_describe import DescribedGroup, describe_groups
 from coordinator.consumer_group_regex import regex_update, resolve_regexes
 from coordinator.consumer_heartbeat_checks import check_member_epoch, owned_partitions, validate_request
 from coordinator.group_conversion import consumer_group_for
-from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
-from coordinator.timers import KeyedTimers
+from coordinator.group_interfaces import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    GroupError,
+    GroupRecord,
+    RecordStore,
+    StoreError,
+    TopicsView,
+    tombstone,
+)
+from coordinator.timers import SESSION, MemberTimers
 from protocol.group_records import GroupKey, encode_group_value, encode_key
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record
@@ -97,8 +102,6 @@ class HeartbeatResult:
 
 
 # Timer keys: (kind, group id, member id)
-_SESSION = "session"
-_REBALANCE = "rebalance"
 _ASSIGN = "assign"  # a group's batched target assignment (Kafka 4.3+)
 
 
@@ -110,8 +113,7 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
         self.topics = topics
         self.classic = classic
         self.groups: dict[str, ConsumerGroup] = {}
-        self.timers: KeyedTimers[tuple[str, str, str]] = KeyedTimers()
-        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.timers = MemberTimers()
         self.rebalances = 0
         # Kafka's lastMetadataImageWithNewTopics: the topics' version when a topic last appeared.
         self.topics_version = 0
@@ -428,8 +430,7 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             self._schedule_rebalance(group_id, member, now_ms)
         else:
-            self.timers.cancel((_REBALANCE, group_id, member.member_id))
-            self._rebalance_epochs.pop((group_id, member.member_id), None)
+            self.timers.cancel_rebalance(group_id, member.member_id)
 
     # == leaving and fencing =====================================================================
     def _leave(self, group_id: str, instance_id: str | None, member_id: str, member_epoch: int,
@@ -503,22 +504,20 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
             self._fence([member], group, now_ms)
         except StoreError as exc:
             log.error("group %s: fencing member %s failed: %s; trying again later", group_id, member_id, exc)
-            self.timers.schedule((_SESSION, group_id, member_id), now_ms + 1_000)
+            self.timers.schedule((SESSION, group_id, member_id), now_ms + 1_000)
 
     # == timers ==================================================================================
     def _schedule_session(self, group_id: str, member_id: str, now_ms: int, timeout_ms: int | None = None) -> None:
         """The member's session: group.consumer.session.timeout.ms, or a classic member's own."""
         timeout_ms = self.config.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.timers.schedule((_SESSION, group_id, member_id), now_ms + timeout_ms)
+        self.timers.schedule((SESSION, group_id, member_id), now_ms + timeout_ms)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
-        self.timers.schedule((_REBALANCE, group_id, member.member_id), now_ms + max(member.rebalance_timeout_ms, 0))
-        self._rebalance_epochs[(group_id, member.member_id)] = member.member_epoch
+        self.timers.schedule_rebalance(group_id, member.member_id, member.member_epoch,
+                                       now_ms + max(member.rebalance_timeout_ms, 0))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        for kind in (_SESSION, _REBALANCE, CLASSIC_JOIN, CLASSIC_SYNC):
-            self.timers.cancel((kind, group_id, member_id))
-        self._rebalance_epochs.pop((group_id, member_id), None)
+        self.timers.cancel_member(group_id, member_id, CLASSIC_JOIN, CLASSIC_SYNC)
 
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
@@ -546,7 +545,7 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
             kind, group_id, member_id = key
             if kind == _ASSIGN:
                 self._assign_by_timer(group_id, now_ms)
-            elif kind == _SESSION:
+            elif kind == SESSION:
                 self._fence_by_timer(group_id, member_id, "the member session expired", now_ms)
             elif kind == CLASSIC_JOIN:
                 self._fence_by_timer(group_id, member_id, "the classic member failed to join within the rebalance "
@@ -554,7 +553,7 @@ class ConsumerGroupCoordinator(ClassicProtocolMembers):
             elif kind == CLASSIC_SYNC:
                 self._fence_by_timer(group_id, member_id, "the member failed to sync within timeout", now_ms)
             else:
-                epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+                epoch = self.timers.rebalance_epoch(group_id, member_id)
                 group = self.groups.get(group_id)
                 member = group.members.get(member_id) if group is not None else None
                 if member is not None and member.member_epoch == epoch:

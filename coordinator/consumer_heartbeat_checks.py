@@ -7,8 +7,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 
-from coordinator.consumer_group import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember
-from coordinator.group_interfaces import GroupError
+from coordinator.consumer_group import ConsumerGroupMember
+from coordinator.group_interfaces import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, GroupError
 from protocol.header import ErrorCode
 
 _CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1

@@ -24,7 +24,6 @@ from coordinator.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
-    GroupRecord,
     MemberState,
     current_assignment_record,
     epoch_record,
@@ -34,7 +33,7 @@ from coordinator.consumer_group import (
     target_epoch_record,
 )
 from coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
-from coordinator.group_interfaces import GroupError, TopicsView
+from coordinator.group_interfaces import GroupError, GroupRecord, TopicsView
 from protocol.consumer_protocol import (
     SubscriptionError,
     decode_assignment,
