@@ -91,12 +91,16 @@ soak: install
 	$(PY) -m tests.soak.crash_loop --iterations $(SOAK_ITERATIONS)
 
 # The cluster chaos test: ZooKeeper and three brokers (replication factor 3, min.insync.replicas=2) under
-# idempotent, transactional (consume-transform-produce) and consumer load; CHAOS_ROUNDS rounds of a broker
-# SIGKILLed and restarted (the controller and the coordinators among them) or its ZooKeeper session expired;
-# prints the counts and the unavailability windows (a 3-round run is part of `make test`).
+# idempotent, transactional (consume-transform-produce) and consumer load; CHAOS_ROUNDS rounds of the
+# CHAOS_NEMESES: kill (a broker SIGKILLed and restarted: the controller and the coordinators among them; a
+# ZooKeeper session expired), partition (ZooKeeper and each broker in a network namespace of its own: a broker,
+# the controller or a leader cut off, an asymmetric partition; needs root) and pause (a leader SIGSTOPped past
+# its session, ZooKeeper paused); the logs checked after every round; prints the counts and the unavailability
+# windows per kind (a 3-round run with partitions is part of `make test`).
 CHAOS_ROUNDS ?= 20
+CHAOS_NEMESES ?= kill,partition,pause
 chaos: install system-deps
-	$(PY) -m tests.chaos.run --rounds $(CHAOS_ROUNDS)
+	$(PY) -m tests.chaos.run --rounds $(CHAOS_ROUNDS) --nemeses $(CHAOS_NEMESES)
 
 # Load: 1,000 connections, 100 producers and 20 consumers on one broker, idle connections closed, a slow
 # reader; prints the broker's memory and how fairly the clients were served.

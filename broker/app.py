@@ -38,6 +38,7 @@ from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 if TYPE_CHECKING:
     from broker.cluster.replica_manager import ReplicaManager
     from broker.cluster.zk_cluster import ZkCluster
+    from broker.log.append import Appender
     from broker.security.listener_security import ListenerSecurity
     from broker.security.scram_credentials import ScramCredentialStore
     from broker.services.client_quotas import ClientQuotas
@@ -112,11 +113,23 @@ class Broker:
             from broker.cluster.replica_manager import ReplicaManager
 
             self.cluster = cluster
-            self.replicas = ReplicaManager(config.broker_id, self.topics, self.appends, self.clock, config, cluster)
+            self.replicas = ReplicaManager(config.broker_id, self.topics, self.appends, self.appender, self.clock,
+                                           config, cluster)
+            self.appender.on_leader_append = self.replicas.leader_appended
             cluster.attach(self.topics, self.replicas)
             self.replicas.on_coordinator_partition.append(self._coordinator_partition)
             cluster.on_topics_deleted.append(self._topics_deleted)
         self.durability = Durability(self.flusher, self.replicas)
+        if self.replicas is not None:  # a failed write takes the log directory offline (Durability.storage_failed)
+            self.appender.on_storage_error = self.durability.storage_failed
+
+    @functools.cached_property
+    def appender(self) -> Appender:
+        """Every append to a partition goes through it (built on first use: the log modules load with the first
+        partition, not at startup)."""
+        from broker.log.append import Appender
+
+        return Appender(self.appends.notify)
 
     # The coordinators are built, and started, on first use (or by the server a moment after start):
     # their modules cost ~100 ms of imports, which would otherwise delay the first answers (startup time).
@@ -124,7 +137,7 @@ class Broker:
     def groups(self) -> GroupService:
         from broker.services.groups import GroupService
 
-        return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appends,
+        return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appender,
                                         self.internal_topic, per_partition=self.cluster.replicated,
                                         group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
 
@@ -148,7 +161,8 @@ class Broker:
         """KIP-932: the share groups' partitions, sessions and persisted state."""
         from broker.services.share_partitions import SharePartitions
 
-        service = SharePartitions(self.config, self.topics, self.clock, self.appends, self.group_configs.get)
+        service = SharePartitions(self.config, self.topics, self.clock, self.appends, self.appender,
+                                  self.group_configs.get)
         self.groups.share.on_member_gone = service.member_gone
         return self._start(service)
 
@@ -157,13 +171,13 @@ class Broker:
         """Transaction markers on this broker's partitions (the WriteTxnMarkers handler's)."""
         from broker.services.marker_writer import MarkerWriter
 
-        return MarkerWriter(self.topics, self.durability, self.appends, self.clock, lambda: self.groups)
+        return MarkerWriter(self.topics, self.durability, self.appender, self.clock, lambda: self.groups)
 
     @functools.cached_property
     def txns(self) -> TxnService:
         from broker.services.transactions import TxnService
 
-        return self._start(TxnService(self.config, self.topics, self.clock, self.durability, self.appends,
+        return self._start(TxnService(self.config, self.topics, self.clock, self.durability, self.appender,
                                       self.producer_ids, self.cluster.transaction_markers(self.markers),
                                       self.internal_topic, per_partition=self.cluster.replicated))
 
@@ -180,7 +194,7 @@ class Broker:
 
     def _coordinator_partition(self, topic: str, index: int, leader_epoch: int | None) -> None:
         """The replica manager's news of a coordinator partition led here (or no longer)."""
-        (self.groups if topic == OFFSETS_TOPIC else self.txns).on_partition(index, leader_epoch)
+        (self.groups if topic == OFFSETS_TOPIC else self.txns).runtime.on_partition(index, leader_epoch)
 
     @functools.cached_property
     def log_cleaner(self) -> LogCleaner:

@@ -61,6 +61,10 @@ class CorruptRecordError(ValueError):
     """Malformed record data: Kafka's CorruptRecordException (CORRUPT_MESSAGE)."""
 
 
+class DecompressionError(CorruptRecordError):
+    """A compressed payload its codec cannot decompress."""
+
+
 class TruncatedBatchError(CorruptRecordError):
     """The bytes end inside a batch (Kafka's batch iterator stops there rather than failing)."""
 
@@ -254,8 +258,8 @@ def decompress(codec: int, data: Buffer) -> bytes:
             return bytes(cramjam.lz4.decompress(data))
         if codec == COMPRESSION_ZSTD:
             return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, ValueError, struct.error) as exc:
-        raise CorruptRecordError(f"{COMPRESSION_NAMES[codec]} decompression failed: {exc}") from None
+    except (cramjam.DecompressionError, ValueError, struct.error, DecompressionError) as exc:
+        raise DecompressionError(f"{COMPRESSION_NAMES[codec]} decompression failed: {exc}") from None
     raise CorruptRecordError(f"unknown compression type {codec}")
 
 
@@ -266,12 +270,12 @@ def _snappy_decompress(data: Buffer) -> bytes:
     out = bytearray()
     pos, n = len(_XERIAL_HEADER), len(view)
     if n < pos:
-        raise CorruptRecordError("truncated xerial snappy header")
+        raise DecompressionError("truncated xerial snappy header")
     while pos < n:
         size = _INT32.unpack_from(view, pos)[0]
         pos += 4
         if size < 0 or pos + size > n:
-            raise CorruptRecordError("truncated xerial snappy block")
+            raise DecompressionError("truncated xerial snappy block")
         out += cramjam.snappy.decompress_raw(view[pos:pos + size])
         pos += size
     return bytes(out)
@@ -363,7 +367,8 @@ def build_batch(records: Sequence[Record], *, base_offset: int = 0, base_timesta
 
 
 def decode_records(batch: Buffer) -> list[Record]:
-    """The records of one whole batch (decompressed). Raises CorruptRecordError when malformed."""
+    """The records of one whole batch (decompressed). Raises CorruptRecordError when malformed
+    (DecompressionError when its codec cannot decompress the payload)."""
     header = parse_batch_header(batch)
     view = memoryview(batch)[:header.size]
     if len(view) < header.size:
@@ -405,6 +410,62 @@ def decode_records(batch: Buffer) -> list[Record]:
     return records
 
 
+def check_records(batch: Buffer) -> None:
+    """What decode_records checks of a whole batch (decompressed), without building the records: each record's
+    length, fields and headers must fill it exactly, as many records as the batch claims, nothing after them
+    (Kafka's LogValidator walks a compressed batch the same way, skipping keys and values). Raises
+    CorruptRecordError (DecompressionError when its codec cannot decompress the payload)."""
+    header = parse_batch_header(batch)
+    view = memoryview(batch)[:header.size]
+    if len(view) < header.size:
+        raise CorruptRecordError("truncated batch")
+    data = decompress(header.compression, view[BATCH_HEADER_SIZE:]) if header.compression \
+        else bytes(view[BATCH_HEADER_SIZE:])
+    pos, n = 0, len(data)
+    for _ in range(header.records_count):
+        b = data[pos] if pos < n else 0x80
+        if b < 0x80:  # one-byte varints, the common case, read inline: this loop runs once per record
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _read_varint(data, pos, n)
+        end = pos + length
+        if length < 1 or end > n:
+            raise CorruptRecordError(f"invalid record size {length}")
+        p = pos + 1  # attributes
+        for _delta in (0, 1):  # timestamp and offset deltas
+            b = data[p] if p < end else 0x80
+            p = p + 1 if b < 0x80 else _read_varint(data, p, end)[1]
+        for _field in (0, 1):  # key and value
+            b = data[p] if p < end else 0x80
+            if b < 0x80:
+                size, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                size, p = _read_varint(data, p, end)
+            if size < -1:
+                raise CorruptRecordError(f"invalid negative length {size}")
+            if size > 0:
+                p += size
+                if p > end:
+                    raise CorruptRecordError("field runs past the end of its record")
+        count, p = _read_varint(data, p, end)
+        if count < 0:
+            raise CorruptRecordError(f"invalid number of record headers {count}")
+        for _ in range(count):
+            name, p = _read_bytes(data, p, end)
+            if name is None:
+                raise CorruptRecordError("null record header key")
+            try:
+                name.decode()
+            except UnicodeDecodeError:
+                raise CorruptRecordError("record header key is not UTF-8") from None
+            _, p = _read_bytes(data, p, end)
+        if p != end:
+            raise CorruptRecordError(f"invalid record size: expected {length} bytes, read {p - pos}")
+        pos = end
+    if pos != n:
+        raise CorruptRecordError(f"{n - pos} unconsumed bytes after all records consumed")
+
+
 def _read_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
     size, pos = _read_varint(buf, pos, end)
     if size < 0:
@@ -443,10 +504,42 @@ def control_batch(commit: bool, producer_id: int, producer_epoch: int, coordinat
 
 def parse_control_record(record: Record) -> tuple[int, int | None]:
     """(control type, coordinator epoch or None) of a control record; CONTROL_COMMIT / CONTROL_ABORT."""
-    if record.key is None or len(record.key) < 4:
+    return _control_type_and_epoch(record.key, record.value)
+
+
+def _control_type_and_epoch(key: bytes | None, value: bytes | None) -> tuple[int, int | None]:
+    if key is None or len(key) < 4:
         raise CorruptRecordError("invalid control record key")
-    _version, kind = _CONTROL_KEY.unpack_from(record.key)
+    _version, kind = _CONTROL_KEY.unpack_from(key)
     epoch = None
-    if kind in (CONTROL_ABORT, CONTROL_COMMIT) and record.value is not None and len(record.value) >= 6:
-        epoch = _MARKER_VALUE.unpack_from(record.value)[1]
+    if kind in (CONTROL_ABORT, CONTROL_COMMIT) and value is not None and len(value) >= 6:
+        epoch = _MARKER_VALUE.unpack_from(value)[1]
     return kind, epoch
+
+
+def end_marker(batch: Buffer, pos: int = 0, header: BatchHeader | None = None) -> tuple[int, int] | None:
+    """(CONTROL_COMMIT or CONTROL_ABORT, coordinator epoch) of the control batch at `pos` (whose `header` the
+    caller may have parsed already) when its record is an end-transaction marker (Kafka's
+    EndTransactionMarker.deserialize); None for another control record or a batch the cleaner emptied. Reads the
+    one record in place (a marker is appended at every transaction's end). Raises CorruptRecordError."""
+    if header is None:
+        header = parse_batch_header(batch, pos)
+    if header.records_count < 1:
+        return None
+    end = pos + header.size
+    if header.compression or len(batch) < end:
+        records = decode_records(memoryview(batch)[pos:end])
+        key, value = records[0].key, records[0].value
+    else:
+        length, at = _read_varint(batch, pos + BATCH_HEADER_SIZE, end)
+        record_end = at + length
+        if length < 1 or record_end > end:
+            raise CorruptRecordError(f"invalid record size {length}")
+        _timestamp_delta, at = _read_varint(batch, at + 1, record_end)  # after the attributes byte
+        _offset_delta, at = _read_varint(batch, at, record_end)
+        key, at = _read_bytes(batch, at, record_end)
+        value, at = _read_bytes(batch, at, record_end)
+    kind, coordinator_epoch = _control_type_and_epoch(key, value)
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT) or coordinator_epoch is None:
+        return None
+    return kind, coordinator_epoch

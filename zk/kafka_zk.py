@@ -570,6 +570,31 @@ class KafkaZkClient:
         await self._fenced([DeleteOp(z.config_path(ConfigType.TOPIC, t)) for t in topics],
                            expected_controller_epoch_zk_version)
 
+    # -- log directory failures (Kafka's LogDirEventNotification) -------------------------------------------
+
+    async def propagate_log_dir_event(self, broker_id: int) -> str:
+        """A broker's log directory failed: a sequential znode under /log_dir_event_notification that the
+        controller reads (and deletes)."""
+        return await self.session.create(z.LOG_DIR_EVENT_NOTIFICATION + "/" + z.LOG_DIR_EVENT_PREFIX,
+                                         z.encode_log_dir_event(broker_id), sequence=True, makepath=True)
+
+    async def get_log_dir_events(self, watch: Watch | None = None) -> dict[str, int]:
+        """{event znode name: broker id} of the pending events; a watch fires when one is added."""
+        names = sorted(await self._children(z.LOG_DIR_EVENT_NOTIFICATION, watch))
+        answers = await self.session.pipeline([GetDataOp(f"{z.LOG_DIR_EVENT_NOTIFICATION}/{n}") for n in names])
+        events = {}
+        for name, answer in zip(names, answers, strict=True):
+            if not isinstance(answer, Exception):  # gone meanwhile: handled already
+                try:
+                    events[name] = z.decode_log_dir_event(answer[0])
+                except ValueError:
+                    log.warning("unreadable log dir event %s: %r", name, answer[0])
+        return events
+
+    async def delete_log_dir_events(self, names: Iterable[str], expected_controller_epoch_zk_version: int) -> None:
+        await self._fenced([DeleteOp(f"{z.LOG_DIR_EVENT_NOTIFICATION}/{n}") for n in names],
+                           expected_controller_epoch_zk_version)
+
     # -- reassignment and preferred leader election markers ------------------------------------------------
 
     async def create_partition_reassignment(self, reassignment: Mapping[TopicPartition, Iterable[int]]) -> None:

@@ -201,6 +201,8 @@ class Controller:
             await self.reassignments.znode_changed()
         elif path == z.PREFERRED_REPLICA_ELECTION:
             await self._preferred_election_znode_changed()
+        elif path == z.LOG_DIR_EVENT_NOTIFICATION:
+            await self._log_dir_events()
 
     # -- failover -------------------------------------------------------------------------------------------
     async def _failover(self) -> None:
@@ -239,6 +241,7 @@ class Controller:
         await self.partitions.remove_from_isr(followed, dead)
         await self.reassignments.znode_changed()
         await self._preferred_election_znode_changed()
+        await self._log_dir_events()
         await self.deletion.resume()
 
     async def _read_topics(self, topics: Iterable[str]) -> list[TopicPartition]:
@@ -281,6 +284,7 @@ class Controller:
                 ctx.live_brokers.pop(broker_id, None)
                 ctx.broker_epochs.pop(broker_id, None)
                 ctx.shutting_down.discard(broker_id)
+                ctx.offline_dirs.discard(broker_id)  # a restarted broker opens its log directory anew
                 self.channel.remove_broker(broker_id)
             await self._on_brokers_failed(dead + bounced)
         if new or bounced:
@@ -322,6 +326,21 @@ class Controller:
         await self.partitions.remove_from_isr(followed, set(failed))
         # Partitions that are still offline: every broker must hear of the dead brokers anyway.
         self.requests.update_metadata(ctx.live_brokers, [tp for tp in ctx.states if ctx.leader(tp) in failed])
+
+    async def _log_dir_events(self) -> None:
+        """Kafka's LogDirEventNotification: a live broker's log directory failed, so its replicas are offline
+        (leaders elected elsewhere from the ISR, it leaves the ISRs it was in) until it restarts."""
+        ctx = self.ctx
+        events = await self.zk.get_log_dir_events(watch=self._send)
+        if not events:
+            return
+        await self.zk.delete_log_dir_events(events, ctx.epoch_zk_version)
+        failed = sorted({b for b in events.values() if b in ctx.live_brokers and b not in ctx.offline_dirs})
+        if not failed:
+            return
+        log.warning("controller: the log directory of broker(s) %s failed: their replicas are offline", failed)
+        ctx.offline_dirs.update(failed)
+        await self._on_brokers_failed(failed)  # as for dead brokers, though they stay registered
 
     # -- topics ---------------------------------------------------------------------------------------------
     async def _topics_changed(self) -> None:

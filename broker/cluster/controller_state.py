@@ -41,6 +41,7 @@ class ControllerContext:
     live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     broker_epochs: dict[int, int] = field(default_factory=dict)  # the czxid of each registration
     shutting_down: set[int] = field(default_factory=set)
+    offline_dirs: set[int] = field(default_factory=set)  # live brokers whose log directory failed (until restart)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     assignments: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
@@ -56,8 +57,8 @@ class ControllerContext:
 
     @property
     def live_broker_ids(self) -> set[int]:
-        """Live and not shutting down: where leaders may be elected."""
-        return set(self.live_brokers) - self.shutting_down
+        """Live, not shutting down, with their log directory online: where leaders may be elected."""
+        return set(self.live_brokers) - self.shutting_down - self.offline_dirs
 
     def topics(self) -> set[str]:
         return set(self.topic_ids)
@@ -73,10 +74,10 @@ class ControllerContext:
         return assignment.replicas if assignment is not None else ()
 
     def live_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas(tp) if r in self.live_brokers)
+        return tuple(r for r in self.replicas(tp) if r in self.live_brokers and r not in self.offline_dirs)
 
     def offline_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas(tp) if r not in self.live_brokers)
+        return tuple(r for r in self.replicas(tp) if r not in self.live_brokers or r in self.offline_dirs)
 
     def partitions_on(self, broker_id: int) -> Iterator[TopicPartition]:
         return (tp for tp, a in self.assignments.items() if broker_id in a.replicas)

@@ -19,10 +19,10 @@ from typing import Any
 import trio
 
 from broker.cluster.client import BrokerClient, BrokerUnavailable
-from broker.log.producer_snapshot import load_producer_state, marker_reader
+from broker.log.append import AppendOrigin
+from broker.log.producer_snapshot import load_producer_state
 from broker.services.topics import Partition
 from protocol.header import ApiKey, ErrorCode
-from protocol.records import CorruptRecordError
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,6 @@ class ReplicaFetcher:
             log.info("fetch from broker %d: %s", self.leader, ErrorCode(response.error_code).name)
             await trio.sleep(config.replica_fetch_backoff_ms / 1000)
             return
-        appended = False
         for topic in response.responses:
             for p in topic.partitions:
                 follower = self.partitions.get((topic.topic, p.partition_index))
@@ -218,30 +217,23 @@ class ReplicaFetcher:
                 if p.error_code:
                     self._partition_error(follower, ErrorCode(p.error_code), p)
                     continue
-                appended |= self._append(follower, p)
-        if appended:
-            self.replicas.appends.notify()
+                self._append(follower, p)
 
-    def _append(self, follower: _Follower, p: Any) -> bool:
+    def _append(self, follower: _Follower, p: Any) -> None:
         partition = follower.partition
         plog = partition.log
-        records = p.records
-        appended = False
-        if records:
-            try:
-                headers = plog.append_as_follower(records, now_ms=self.replicas.clock.now_ms())
-            except CorruptRecordError as exc:
+        if p.records:
+            outcome = self.replicas.appender.append(partition, p.records, AppendOrigin.REPLICATION,
+                                                    self.replicas.clock.now_ms())
+            if outcome.error == ErrorCode.CORRUPT_MESSAGE:
                 # A response cut inside a batch is normal (max bytes): keep the whole batches before it.
                 log.warning("%s-%d: follower append failed: %s; truncating again", partition.topic,
-                            partition.index, exc)
+                            partition.index, outcome.message)
                 follower.truncating = True
-                return False
-            except OSError as exc:
-                log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, exc)
-                return False
-            if headers:
-                partition.producers.replay(headers, marker_reader(plog, f"{partition.topic}-{partition.index}"))
-                appended = True
+                return
+            if outcome.error:
+                log.error("%s-%d: follower append failed: %s", partition.topic, partition.index, outcome.message)
+                return
         if p.log_start_offset > plog.log_start_offset:
             try:
                 plog.delete_records(min(p.log_start_offset, plog.log_end_offset))
@@ -251,7 +243,6 @@ class ReplicaFetcher:
         hw = min(p.high_watermark, plog.log_end_offset)
         if partition.replicated_hw is None or hw > partition.replicated_hw:
             partition.replicated_hw = hw
-        return appended
 
     def _partition_error(self, follower: _Follower, error: ErrorCode, p: Any = None) -> None:
         partition = follower.partition

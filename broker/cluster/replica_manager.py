@@ -39,6 +39,7 @@ from protocol.header import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from broker.cluster.zk_cluster import ZkCluster
+    from broker.log.append import Appender
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,12 @@ class LeaderState:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, clock: Clock, config: BrokerConfig,
-                 cluster: ZkCluster) -> None:
+    def __init__(self, node_id: int, topics: TopicManager, appends: AppendSignal, appender: Appender, clock: Clock,
+                 config: BrokerConfig, cluster: ZkCluster) -> None:
         self.node_id = node_id
         self.topics = topics
         self.appends = appends
+        self.appender = appender  # the replica fetchers append through it (AppendOrigin.REPLICATION)
         self.clock = clock
         self.config = config
         self.cluster = cluster
@@ -80,6 +82,7 @@ class ReplicaManager:
         self.on_coordinator_partition: list[Callable[[str, int, int | None], None]] = []
         self._isr_wake = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.log_dir_offline: str | None = None  # why this broker's log directory failed (None: it is online)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         from broker.cluster.fetcher import FetcherManager
@@ -91,10 +94,34 @@ class ReplicaManager:
             task_status.started()
             await trio.sleep_forever()
 
+    # -- a failed log directory --------------------------------------------------------------------------------
+    def log_dir_failed(self, reason: str) -> None:
+        """An I/O error on the log directory (Kafka's LogDirFailureChannel): every partition on it stops being
+        led or followed here (waiting produces answered, coordinators unloaded, clients answered
+        KAFKA_STORAGE_ERROR), and the controller is told, which elects leaders elsewhere. Until a restart."""
+        if self.log_dir_offline is not None:
+            return
+        self.log_dir_offline = reason
+        log.error("log directory %s is offline (%s): its partitions are no longer served here",
+                  self.topics.data_dir, reason)
+        self.topics.log_dir_offline = True
+        for tp in list(self.leading):
+            state = self._stop_leading(tp)
+            if state is not None:
+                self._coordinator(state.partition, None)
+        if self.fetchers is not None:
+            for partition in list(self.topics.hosted()):
+                self.fetchers.remove((partition.topic, partition.index))
+        self.cluster.log_dir_failed()
+        self.appends.notify()
+
     # -- LeaderAndIsr ---------------------------------------------------------------------------------------------
     def apply_leader_and_isr(self, req: Any) -> dict[tuple[str, int], ErrorCode]:
         """Become leader or follower of each partition, as Kafka's ReplicaManager.becomeLeaderOrFollower."""
         results: dict[tuple[str, int], ErrorCode] = {}
+        if self.log_dir_offline is not None:  # Kafka: its partitions are offline, KAFKA_STORAGE_ERROR each
+            return {(t.topic_name, p.partition_index): ErrorCode.KAFKA_STORAGE_ERROR
+                    for t in req.topic_states for p in t.partition_states}
         now = self.clock.now_ms()
         for topic_state in req.topic_states:
             name, topic_id = topic_state.topic_name, topic_state.topic_id
@@ -275,7 +302,9 @@ class ReplicaManager:
             return
         leo = partition.log.log_end_offset
         ends = [leo]
-        for replica in partition.isr:
+        # The maximal ISR (KIP-497): a follower being added counts before the controller has agreed, so that
+        # nothing is committed that the ISR the controller may commit lacks.
+        for replica in {*partition.isr, *(state.pending_isr or ())}:
             if replica == self.node_id:
                 continue
             progress = state.followers.get(replica)
@@ -380,10 +409,11 @@ class ReplicaManager:
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(moved)
-                response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+                try:  # caught here: out of the nursery it would come wrapped in an exception group
+                    response = await client.request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+                except BrokerUnavailable as exc:  # gone, or stopping: the next round asks whoever is controller
+                    log.warning("AlterPartition to the controller failed: %s", exc)
                 nursery.cancel_scope.cancel()
-        except BrokerUnavailable as exc:
-            log.warning("AlterPartition to the controller failed: %s", exc)
         finally:
             await client.aclose()
         for state, _ in changes:

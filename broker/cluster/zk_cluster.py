@@ -55,7 +55,9 @@ ALTER_PARTITION_VERSION = 3
 
 
 class ReplicaHooks(Protocol):
-    """What the cluster tells the replica manager (broker.cluster.replica_manager) of new metadata."""
+    """What the cluster tells the replica manager (broker.cluster.replica_manager) of new metadata, and asks it."""
+
+    log_dir_offline: str | None  # why this broker's log directory failed (None: online)
 
     def topic_removed(self, name: str) -> None: ...
 
@@ -72,6 +74,7 @@ class ZkCluster:
         self.controller: Controller | None = None  # while this broker is the controller
         self._registration: BrokerRegistration | None = None
         self._stopping = False
+        self._nursery: trio.Nursery | None = None  # run()'s: tasks that live as long as the registration
         self.on_topics_deleted: list[Callable[[list[str]], None]] = []  # topics gone from the cluster
         # Client quotas (/config/users, /config/clients, /config/ips): read at start, then at each change.
         self.client_quotas_at_start: dict[Any, dict[str, float]] = {}
@@ -172,6 +175,7 @@ class ZkCluster:
         events = self.session.subscribe()
         self.broker_epoch = await self.zk.register_broker(self._registration)
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             election = trio.CancelScope()
             nursery.start_soon(self._elect, election)
             nursery.start_soon(self.admin.run)
@@ -190,11 +194,24 @@ class ZkCluster:
                         self.broker_epoch = await self.zk.register_broker(self._registration)
                     except ZooKeeperError as exc:
                         log.error("registering again failed: %s", exc)
+                    if self._replicas is not None and self._replicas.log_dir_offline:
+                        self.log_dir_failed()  # a new registration is a restart to the controller: tell it again
                     election = trio.CancelScope()
                     nursery.start_soon(self._elect, election)
                 elif event.state is SessionState.CLOSED:
                     break
             nursery.cancel_scope.cancel()
+
+    def log_dir_failed(self) -> None:
+        """Tell the controller that this broker's log directory failed (Kafka's LogDirEventNotification)."""
+        if self._nursery is not None:
+            self._nursery.start_soon(self._propagate_log_dir_event)
+
+    async def _propagate_log_dir_event(self) -> None:
+        try:
+            await self.zk.propagate_log_dir_event(self.node_id)
+        except ZooKeeperError as exc:
+            log.error("telling the controller of the failed log directory: %s", exc)
 
     async def _elect(self, scope: trio.CancelScope) -> None:
         """Kafka's controller election: try to create /controller; while another broker holds it, wait for

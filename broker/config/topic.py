@@ -174,7 +174,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
                    "log.cleaner.min.cleanable.ratio"),
     TopicConfigDef("min.compaction.lag.ms", _int(0, INT64_MAX), lambda c: str(c.log_cleaner_min_compaction_lag_ms),
                    "log.cleaner.min.compaction.lag.ms"),
-    TopicConfigDef("min.insync.replicas", _int(1, INT32_MAX), _const("1"), "min.insync.replicas"),
+    TopicConfigDef("min.insync.replicas", _int(1, INT32_MAX), lambda c: str(c.min_insync_replicas),
+                   "min.insync.replicas"),
     TopicConfigDef("preallocate", _bool, _const("false"), "log.preallocate"),
     TopicConfigDef("retention.bytes", _int(-1, INT64_MAX), lambda c: str(c.log_retention_bytes),
                    "log.retention.bytes"),
@@ -183,7 +184,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     TopicConfigDef("segment.index.bytes", _int(4, INT32_MAX), _const("10485760"), "log.index.size.max.bytes"),
     TopicConfigDef("segment.jitter.ms", _int(0, INT64_MAX), _const("0"), "log.roll.jitter.ms"),
     TopicConfigDef("segment.ms", _int(1, INT64_MAX), lambda c: str(c.log_roll_ms), "log.roll.ms"),
-    TopicConfigDef("unclean.leader.election.enable", _bool, _const("false"), "unclean.leader.election.enable"),
+    TopicConfigDef("unclean.leader.election.enable", _bool, lambda c: str(c.unclean_leader_election_enable).lower(),
+                   "unclean.leader.election.enable"),
     # Kafka 3.x accepts these and, on a 3.x log format, ignores them (message.format.version since KIP-724;
     # message.downconversion.enable does apply: to Fetch v0-3); Kafka 4.0 removed them (KIP-724, KIP-937).
     # Compression levels (KIP-390), tiered storage (KIP-405, KIP-950), replication throttles and the rest are

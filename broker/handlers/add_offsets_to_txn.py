@@ -19,11 +19,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     txns = ctx.broker.txns
     await txns.loaded.wait()
-    not_here = txns.error_for(req.transactional_id)
+    not_here = txns.runtime.error_for(req.transactional_id)
     if not_here:
         return {"throttle_time_ms": 0, "error_code": not_here}
     try:
-        offsets = ctx.broker.groups.offsets_topic()
+        offsets = ctx.broker.groups.runtime.topic()
     except (TopicError, OSError):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
     partition = (OFFSETS_TOPIC, partition_for(req.group_id, len(offsets.partitions)))

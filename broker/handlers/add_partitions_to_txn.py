@@ -52,7 +52,7 @@ def _plan(ctx: RequestContext, transactional_id: str | None, producer_id: int, e
         wanted = [(t.name, p) for t in topics for p in t.partitions]
         return wanted, dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     wanted, unknown = _partitions(ctx, topics)
-    not_here = txns.error_for(transactional_id)  # coordinated by another broker, or being loaded
+    not_here = txns.runtime.error_for(transactional_id)  # coordinated by another broker, or being loaded
     if not_here:
         return wanted, dict.fromkeys(wanted, not_here)
     if unknown:

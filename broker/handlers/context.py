@@ -31,6 +31,7 @@ class RequestContext:
     # that must wait first (KIP-890 verification by another broker) keeps its connection's later requests
     # behind it, so they still take effect in order. Other handlers release when they start.
     release: Callable[[], None] = lambda: None
+    io_error: bool = False  # a fault rule (IO_ERROR): this request's log appends fail as a failing disk's would
 
     @property
     def client_host(self) -> str:

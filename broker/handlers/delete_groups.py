@@ -15,7 +15,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     names = [g for g in req.groups_names if g is not None]  # a null id is INVALID_GROUP_ID, not a resource
     deletable = authorized_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     now = ctx.broker.now_ms()
-    elsewhere = {g: e for g in deletable if (e := groups.error_for(g))}  # coordinated by another broker
+    elsewhere = {g: e for g in deletable if (e := groups.runtime.error_for(g))}  # coordinated by another broker
     wanted = [g for g in req.groups_names if g is None or (g in deletable and g not in elsewhere)]
     # KIP-848 consumer groups: their records go (Empty only), then their offsets like any group's.
     consumer = {g: groups.consumer.delete_group(g, now) for g in wanted if g in groups.consumer.groups}

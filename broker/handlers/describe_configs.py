@@ -77,8 +77,9 @@ FIXED = {k: v for k, v in {
     "unclean.leader.election.enable": ("false", BOOLEAN, False),
 }.items() if k not in _BROKER_OPTIONS}  # (those that are options of the broker are described as options)
 # Kafka 4.1 and later format a cluster with a cluster-wide min.insync.replicas (KIP-966's ELR), a dynamic
-# default (4.0 does not: recorded from 4.0.2 and 4.1.2).
-FORMATTED_DEFAULTS_SINCE = ("4.1", {"min.insync.replicas": "1"})
+# default holding the broker's own setting at format time (4.0 does not: recorded from 4.0.2, 4.1.2 and 4.4.0
+# started with min.insync.replicas=2).
+FORMATTED_DEFAULTS_SINCE = ("4.1", ("min.insync.replicas",))
 
 
 def _text(value: Any) -> str | None:
@@ -131,8 +132,10 @@ def _entry(name: str, value: str | None, source: int, read_only: bool, synonyms:
 
 
 def _formatted_defaults(ctx: RequestContext) -> dict[str, str]:
-    release, values = FORMATTED_DEFAULTS_SINCE
-    return values if ctx.broker.versions.since(release) else {}
+    release, names = FORMATTED_DEFAULTS_SINCE
+    static = ctx.broker.dynamic.static
+    return {name: str(_text(getattr(static, _BROKER_OPTIONS[name].attr))) for name in names} \
+        if ctx.broker.versions.since(release) else {}
 
 
 def _with_formatted(chain: list[dict[str, Any]], name: str, formatted: dict[str, str],

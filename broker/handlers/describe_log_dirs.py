@@ -1,4 +1,5 @@
-"""DescribeLogDirs: the one log directory (the data dir) with each partition's size on disk."""
+"""DescribeLogDirs: the one log directory (the data dir) with each partition's size on disk, or its
+KAFKA_STORAGE_ERROR once it failed (broker.cluster.replica_manager.ReplicaManager.log_dir_failed)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     broker = ctx.broker
     log_dir = str(os.path.abspath(broker.config.data_dir))
+    if broker.topics.log_dir_offline:  # as Kafka describes an offline log directory: its error, nothing in it
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": [
+            {"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": log_dir, "topics": [], "total_bytes": -1,
+             "usable_bytes": -1}]}
     wanted = None if req.topics is None else {t.topic: set(t.partitions) for t in req.topics}
     topics = []
     for topic in broker.topics:

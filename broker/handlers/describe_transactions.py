@@ -15,7 +15,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     states = []
     for txn_id in req.transactional_ids:
         allowed = authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id)
-        not_here = txns.error_for(txn_id) if allowed else None
+        not_here = txns.runtime.error_for(txn_id) if allowed else None
         txn = txns.coordinator.describe(txn_id) if allowed and not not_here else None
         if not_here:
             states.append({"error_code": not_here, "transactional_id": txn_id, "transaction_state": "",

@@ -16,7 +16,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     txns = ctx.broker.txns
     await txns.loaded.wait()
-    not_here = txns.error_for(req.transactional_id)
+    not_here = txns.runtime.error_for(req.transactional_id)
     if not_here:
         return _answer(not_here)
     tv2 = ctx.header.api_version >= TV2_FROM
@@ -38,7 +38,7 @@ def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
         return LATER
     if not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    not_here = txns.error_for(req.transactional_id)
+    not_here = txns.runtime.error_for(req.transactional_id)
     if not_here:
         return _answer(not_here)
     outcome = _end(ctx, req, None)

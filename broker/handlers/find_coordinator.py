@@ -26,7 +26,7 @@ def _coordinator(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCod
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", None
     try:
-        topic = ctx.broker.groups.offsets_topic() if key_type == GROUP else ctx.broker.txns.state_topic()
+        topic = ctx.broker.groups.runtime.topic() if key_type == GROUP else ctx.broker.txns.runtime.topic()
     except (TopicError, OSError) as exc:
         log.info("coordinator topic not available: %s", exc)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", None

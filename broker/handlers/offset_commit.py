@@ -25,7 +25,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     await groups.loaded.wait()
     if version >= 10:
         name_topics(ctx, req.topics)
-    not_here = groups.error_for(req.group_id) if version > 0 else None
+    not_here = groups.runtime.error_for(req.group_id) if version > 0 else None
     now = broker.now_ms()
     # v2-4 may ask for a retention of their own; later versions use offsets.retention.minutes.
     retention = req.retention_time_ms if 2 <= version <= 4 else DEFAULT_RETENTION

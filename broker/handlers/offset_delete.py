@@ -15,7 +15,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     await groups.loaded.wait()
     if not authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, req.group_id):
         return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
-    not_here = groups.error_for(req.group_id)
+    not_here = groups.runtime.error_for(req.group_id)
     if not_here:
         return {"error_code": not_here, "throttle_time_ms": 0, "topics": []}
     readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))

@@ -75,7 +75,7 @@ def _group_error(ctx: RequestContext, group_id: str, member_id: str | None = Non
                  member_epoch: int = -1) -> ErrorCode:
     if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    error = ctx.broker.groups.error_for(group_id)
+    error = ctx.broker.groups.runtime.error_for(group_id)
     if error:
         return error
     # v9+: a KIP-848 or KIP-1071 member names itself and its epoch (STALE_MEMBER_EPOCH when it is behind).

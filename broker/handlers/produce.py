@@ -1,5 +1,7 @@
 """Produce: validate each partition's record batch from its 61-byte header, append it unchanged,
-answer after a grouped fdatasync for acks=all. No record is decoded here.
+answer after a grouped fdatasync for acks=all. The records of an uncompressed batch are not decoded here
+(but for a compacted topic's keys and out-of-range timestamp limits); a compressed batch is decompressed
+and parsed, as Kafka's LogValidator does, so that a corrupt one is refused rather than stored.
 
 Transactional batches (KIP-98): the producer state rejects a non-transactional batch while the producer
 has an open transaction on the partition (INVALID_TXN_STATE) and opens one with the first transactional
@@ -8,14 +10,14 @@ the producer's transaction before that first batch (KIP-890)."""
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.handlers.context import LATER, RequestContext
 from broker.handlers.leader_hints import add_leader_hints
-from broker.log.partition_log import RecordBatchTooLargeError
-from broker.log.producer_state import Verdict
+from broker.log.append import Appended, AppendOrigin, client_batch_error
 from broker.security.access import AclOperation, ResourceType, authorized, authorized_names
 from broker.services.topics import Partition
 from protocol.header import ErrorCode
@@ -26,8 +28,10 @@ from protocol.records import (
     MAGIC_OFFSET,
     TRANSACTIONAL_MASK,
     CorruptRecordError,
+    DecompressionError,
     InvalidMagicError,
     TruncatedBatchError,
+    check_records,
     decode_records,
     iter_batches,
     parse_batch_header,
@@ -41,16 +45,24 @@ ZSTD = 4
 LEGACY_FROM = 3  # Produce v0-2 may carry message format v0/v1
 
 
-def _partition(ctx: RequestContext, topic_name: str, index: int) -> Partition | ErrorCode:
+def _partition(ctx: RequestContext, topic_data: Any, index: int, acks: int, writable: set[str]
+               ) -> Partition | ErrorCode:
+    """The partition to append to, or the error that refuses it before its batch is looked at."""
+    if ctx.header.api_version >= TOPIC_IDS_FROM and not topic_data.name:
+        return ErrorCode.UNKNOWN_TOPIC_ID  # no topic has this id
+    if acks not in (0, 1, -1):
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    if topic_data.name not in writable:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     # Produce never creates a topic: Kafka creates one only when Metadata asks for it (auto.create.topics.enable;
     # recorded from Kafka 3.9, 4.1 and 4.4: tests/reference/recorded/*/produce_does_not_create.json).
     topics = ctx.broker.topics
-    topic = topics.get(topic_name)
+    topic = topics.get(topic_data.name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if topic.is_internal:
         return ErrorCode.INVALID_TOPIC_EXCEPTION  # Kafka: "Cannot append to internal topic"
-    return topics.leader_partition(topic_name, index)
+    return topics.leader_partition(topic_data.name, index)
 
 
 def validate(records: bytes | None, version: int, max_message_bytes: int) -> tuple[ErrorCode, str | None]:
@@ -91,16 +103,21 @@ def validate(records: bytes | None, version: int, max_message_bytes: int) -> tup
     if header.compression > ZSTD:
         # Kafka fails on the unknown codec id (IllegalArgumentException: UNKNOWN_SERVER_ERROR).
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
-    if header.is_control:
-        return ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records"
-    if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
-        return ErrorCode.INVALID_RECORD, (
-            f"Inconsistent batch offset range [0, {header.last_offset_delta}] and record count "
-            f"{header.records_count}")
-    if header.producer_id >= 0 and header.base_sequence < 0:
-        return ErrorCode.INVALID_RECORD, (
-            f"Invalid sequence number {header.base_sequence} in record batch with producerId "
-            f"{header.producer_id}")
+    return client_batch_error(header) or (ErrorCode.NONE, None)
+
+
+def compressed_batch_error(records: bytes) -> tuple[ErrorCode, str | None]:
+    """Kafka's LogValidator on a compressed batch: decompressed and every record parsed, as the batch claims
+    them (recorded from Kafka 3.9 and 4.4: a payload its codec refuses is UNKNOWN_SERVER_ERROR, records that
+    do not parse INVALID_RECORD; tests/reference/scenarios/produce.py). Uncompressed batches are not decoded."""
+    if not parse_batch_header(records).compression:
+        return ErrorCode.NONE, None
+    try:
+        check_records(records)
+    except DecompressionError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None
+    except CorruptRecordError as exc:
+        return ErrorCode.INVALID_RECORD, f"Found invalid record in a compressed batch: {exc}"
     return ErrorCode.NONE, None
 
 
@@ -133,7 +150,7 @@ async def verify_transactions(ctx: RequestContext, req: Any) -> dict[tuple[str, 
     txn_id = req.transactional_id
     add = ctx.header.api_version >= IMPLICIT_ADD_FROM
     txns = broker.txns
-    if broker.zk_cluster is not None and txns.error_for(txn_id):  # the coordinator is another broker
+    if broker.zk_cluster is not None and txns.runtime.error_for(txn_id):  # the coordinator is another broker
         return await broker.zk_cluster.verify_transaction(txn_id, *producer, wanted, verify_only=not add)
     if add:
         return dict.fromkeys(wanted, await _add_to_transaction(broker, txn_id, *producer, wanted))
@@ -195,6 +212,27 @@ async def _add_to_transaction(broker: Broker, transactional_id: str, producer_id
     return error
 
 
+def record_errors(partition: Partition, records: bytes, now: int) -> dict[str, Any] | None:
+    """Kafka's record-level checks (LogValidator): keys on a compacted topic, then CreateTime timestamps. The
+    partition's answer (INVALID_RECORD, INVALID_TIMESTAMP or CORRUPT_MESSAGE) if a record fails, else None."""
+    config = partition.log.config
+    try:
+        if config.compacted and (errors := compaction_errors(partition, records)):
+            error = ErrorCode.INVALID_RECORD
+        elif not config.log_append_time and (errors := timestamp_errors(
+                records, now, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms)):
+            error = ErrorCode.INVALID_TIMESTAMP
+        else:
+            return None
+    except CorruptRecordError as exc:
+        return _response(partition.index, ErrorCode.CORRUPT_MESSAGE, str(exc))
+    response = _response(partition.index, error, (
+        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing "
+        f"the first {len(errors)} record errors in the response"), log_start_offset=partition.log.log_start_offset)
+    response["record_errors"] = errors
+    return response
+
+
 def compaction_errors(partition: Partition, records: bytes) -> list[dict[str, Any]]:
     """Records without a key, which a compacted topic refuses (Kafka's LogValidator.validateKey, KIP-467):
     the only produce check that decodes records, and only for compacted topics."""
@@ -234,14 +272,20 @@ def _response(index: int, error: ErrorCode, message: str | None = None, base_off
             "record_errors": [], "error_message": message}
 
 
+def _appended_response(index: int, appended: Appended) -> dict[str, Any]:
+    return _response(index, appended.error, appended.message, appended.base_offset, appended.log_append_time,
+                     appended.log_start_offset)
+
+
 def _is_legacy(records: bytes | None) -> bool:
     """Message format v0/v1 (or nothing at all): anything but a v2 batch."""
     return not records or len(records) <= MAGIC_OFFSET or records[MAGIC_OFFSET] in (0, 1)
 
 
-def _append_legacy(partition: Partition, pdata: Any, now: int) -> tuple[dict[str, Any], int | None]:
-    """A v0/v1 message set up-converted and appended (Kafka's LogValidator, then UnifiedLog.append): the
-    partition's answer and the last offset appended (None when nothing was)."""
+def _append_legacy(ctx: RequestContext, partition: Partition, pdata: Any, now: int
+                   ) -> tuple[dict[str, Any], int | None]:
+    """A v0/v1 message set up-converted (Kafka's LogValidator) and appended: the partition's answer and the last
+    offset appended (None when nothing was)."""
     from protocol.conversion import ConversionError, up_convert  # the old formats load only when used
 
     log = partition.log
@@ -264,14 +308,8 @@ def _append_legacy(partition: Partition, pdata: Any, now: int) -> tuple[dict[str
                          f"The record batch size in the append to {partition.topic}-{partition.index} is "
                          f"{len(converted.batch)} bytes which exceeds the maximum configured value of "
                          f"{config.max_message_bytes}.", log_start_offset=log.log_start_offset), None
-    try:
-        result = log.append(converted.batch, now_ms=now)
-    except RecordBatchTooLargeError as exc:
-        return _response(pdata.index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)), None
-    except OSError as exc:
-        return _response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
-    return _response(pdata.index, ErrorCode.NONE, None, result.base_offset, result.log_append_time,
-                     result.log_start_offset), result.last_offset
+    appended = ctx.broker.appender.append(partition, converted.batch, AppendOrigin.CLIENT, now)
+    return _appended_response(pdata.index, appended), None if appended.error else appended.last_offset
 
 
 async def _durable(broker: Broker, partition: Partition, offset: int, response: dict[str, Any],
@@ -353,126 +391,58 @@ def _append(ctx: RequestContext, req: Any, verified: dict[tuple[str, int], Error
     """Validate and append each partition's batch: the topics' answers, and for acks=all what to wait for
     (partition, last offset, the partition's answer, which a failed wait rewrites)."""
     broker = ctx.broker
-    version = ctx.header.api_version
     acks = req.acks
     waits: list[tuple[Partition, int, dict[str, Any]]] = []
     responses = []
     now = broker.now_ms()
-    appended = False
-    by_id = version >= TOPIC_IDS_FROM
     writable = authorized_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
     for topic_data in req.topic_data:
         partitions = []
         for pdata in topic_data.partition_data:
-            if by_id and not topic_data.name:  # no topic has this id
-                partitions.append(_response(pdata.index, ErrorCode.UNKNOWN_TOPIC_ID))
-                continue
-            if acks not in (0, 1, -1):
-                partitions.append(_response(pdata.index, ErrorCode.INVALID_REQUIRED_ACKS))
-                continue
-            if topic_data.name not in writable:
-                partitions.append(_response(pdata.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            partition = _partition(ctx, topic_data.name, pdata.index)
+            partition = _partition(ctx, topic_data, pdata.index, acks, writable)
             if isinstance(partition, ErrorCode):
                 partitions.append(_response(pdata.index, partition))
                 continue
-            log = partition.log
-            if version < LEGACY_FROM and _is_legacy(pdata.records):
-                response, last_offset = _append_legacy(partition, pdata, now)
-                if last_offset is not None:
-                    appended = True
-                    if acks == -1:
-                        waits.append((partition, last_offset, response))
-                partitions.append(response)
-                continue
-            error, message = validate(pdata.records, version, log.config.max_message_bytes)
-            if not error and acks == -1:
-                error = broker.durability.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
-                message = None
-            if error:
-                # Kafka reports the log start offset only with errors raised once the log is reached.
-                log_start = log.log_start_offset if error == ErrorCode.UNKNOWN_SERVER_ERROR else -1
-                partitions.append(_response(pdata.index, error, message, log_start_offset=log_start))
-                continue
-            if log.config.compacted:
-                try:
-                    record_errors = compaction_errors(partition, pdata.records)
-                except CorruptRecordError as exc:
-                    partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
-                    continue
-                if record_errors:
-                    response = _response(pdata.index, ErrorCode.INVALID_RECORD, (
-                        f"One or more records have been rejected due to {len(record_errors)} record errors in "
-                        f"total, and only showing the first {len(record_errors)} record errors in the response"),
-                        log_start_offset=log.log_start_offset)
-                    response["record_errors"] = record_errors
-                    partitions.append(response)
-                    continue
-            if not log.config.log_append_time:
-                try:
-                    record_errors = timestamp_errors(pdata.records, now, log.config.message_timestamp_before_max_ms,
-                                                     log.config.message_timestamp_after_max_ms)
-                except CorruptRecordError as exc:
-                    partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
-                    continue
-                if record_errors:
-                    response = _response(pdata.index, ErrorCode.INVALID_TIMESTAMP, (
-                        f"One or more records have been rejected due to {len(record_errors)} record errors in "
-                        f"total, and only showing the first {len(record_errors)} record errors in the response"),
-                        log_start_offset=log.log_start_offset)
-                    response["record_errors"] = record_errors
-                    partitions.append(response)
-                    continue
-            header = parse_batch_header(pdata.records)
-            producers = partition.producers
-            is_transactional = header.is_transactional
-            if is_transactional:
-                error = verified.get((topic_data.name, pdata.index), ErrorCode.NONE)
-                if error:  # refused before the log is reached: no log start offset (as Kafka)
-                    partitions.append(_response(pdata.index, error))
-                    continue
-            check = producers.check(header.producer_id, header.producer_epoch, header.base_sequence,
-                                    header.last_offset_delta, is_transactional)
-            if check.verdict is Verdict.REJECT:
-                partitions.append(_response(pdata.index, ErrorCode[check.error], check.message,
-                                            log_start_offset=log.log_start_offset))
-                continue
-            if check.verdict is Verdict.DUPLICATE:
-                # A retry of one of the producer's last 5 batches: acknowledge it with its original offsets.
-                dup = check.duplicate
-                response = _response(pdata.index, ErrorCode.NONE, None, dup.first_offset, dup.timestamp,
-                                     log.log_start_offset)
-                if acks == -1:
-                    waits.append((partition, dup.last_offset, response))
-                partitions.append(response)
-                continue
-            try:
-                result = log.append(pdata.records, now_ms=now)
-            except RecordBatchTooLargeError as exc:
-                partitions.append(_response(pdata.index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc)))
-                continue
-            except CorruptRecordError as exc:
-                partitions.append(_response(pdata.index, ErrorCode.CORRUPT_MESSAGE, str(exc)))
-                continue
-            except OSError as exc:
-                partitions.append(_response(pdata.index, ErrorCode.KAFKA_STORAGE_ERROR, str(exc)))
-                continue
-            appended = True
-            timestamp = result.log_append_time if result.log_append_time != -1 else header.max_timestamp
-            producers.commit(header.producer_id, header.producer_epoch, header.base_sequence,
-                             header.last_offset_delta, result.base_offset, timestamp, is_transactional)
-            response = _response(pdata.index, ErrorCode.NONE, None, result.base_offset,
-                                 result.log_append_time, result.log_start_offset)
-            broker.durability.appended(partition)
-            if acks == -1:
-                waits.append((partition, result.last_offset, response))
+            response, last_offset = _append_partition(ctx, partition, pdata, acks, verified, now)
+            if acks == -1 and last_offset is not None:
+                waits.append((partition, last_offset, response))
             partitions.append(response)
         responses.append({"name": topic_data.name, "topic_id": topic_data.topic_id,
                           "partition_responses": partitions})
-    if appended:
-        broker.appends.notify()
     return responses, waits
+
+
+def _append_partition(ctx: RequestContext, partition: Partition, pdata: Any, acks: int,
+                      verified: dict[tuple[str, int], ErrorCode], now: int) -> tuple[dict[str, Any], int | None]:
+    """One partition's batch checked and appended: its answer, and the offset an acks=all answer waits for
+    (None if nothing was appended nor deduplicated)."""
+    version = ctx.header.api_version
+    if version < LEGACY_FROM and _is_legacy(pdata.records):
+        return _append_legacy(ctx, partition, pdata, now)
+    log = partition.log
+    error, message = validate(pdata.records, version, log.config.max_message_bytes)
+    if not error and acks == -1:
+        error = ctx.broker.durability.check_min_isr(partition)  # NOT_ENOUGH_REPLICAS, before appending
+        message = None
+    if error:
+        # Kafka reports the log start offset only with errors raised once the log is reached.
+        log_start = log.log_start_offset if error == ErrorCode.UNKNOWN_SERVER_ERROR else -1
+        return _response(pdata.index, error, message, log_start_offset=log_start), None
+    error, message = compressed_batch_error(pdata.records)
+    if error:  # found once the log is reached: Kafka reports its start offset
+        return _response(pdata.index, error, message, log_start_offset=log.log_start_offset), None
+    refused = record_errors(partition, pdata.records, now)
+    if refused is not None:
+        return refused, None
+    if pdata.records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK:
+        error = verified.get((partition.topic, partition.index), ErrorCode.NONE)
+        if error:  # refused before the log is reached: no log start offset (as Kafka)
+            return _response(pdata.index, error), None
+    if ctx.io_error:  # a fault rule: the append fails as on a failing disk
+        appended = ctx.broker.appender.storage_error(OSError(errno.EIO, "Input/output error (an io_error fault rule)"))
+    else:
+        appended = ctx.broker.appender.append(partition, pdata.records, AppendOrigin.CLIENT, now)
+    return _appended_response(pdata.index, appended), None if appended.error else appended.last_offset
 
 
 def _answer(ctx: RequestContext, acks: int, responses: list[dict[str, Any]]) -> dict[str, Any] | None:

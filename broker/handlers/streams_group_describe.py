@@ -75,7 +75,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             out.append({**base, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED})
             continue
-        error = groups.error_for(group_id)
+        error = groups.runtime.error_for(group_id)
         group = groups.streams.groups.get(group_id) if error is None else None
         if error is not None or group is None:
             other = groups.other_group_type(group_id)

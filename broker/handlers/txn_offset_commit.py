@@ -37,11 +37,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _answer(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not req.group_id:
         return _answer(req, ErrorCode.INVALID_GROUP_ID)
-    not_here = groups.error_for(req.group_id)  # the group's coordinator takes TxnOffsetCommit
+    not_here = groups.runtime.error_for(req.group_id)  # the group's coordinator takes TxnOffsetCommit
     if not_here:
         return _answer(req, not_here)
     try:
-        offsets_topic = groups.offsets_topic()
+        offsets_topic = groups.runtime.topic()
     except (TopicError, OSError):
         return _answer(req, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # The group's partition must be in the transaction (AddOffsetsToTxn first), as Kafka verifies.
@@ -49,7 +49,7 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     # The transaction coordinator's check, where it is this broker; in a cluster it is usually another one,
     # which a transaction version 1 producer has asked with AddOffsetsToTxn already, and which this broker asks
     # to add the partition for a version 2 producer (KIP-890: it sends no AddOffsetsToTxn).
-    if txns.error_for(req.transactional_id):
+    if txns.runtime.error_for(req.transactional_id):
         error = ErrorCode.NONE
         if version >= 5 and ctx.broker.zk_cluster is not None:
             added = await ctx.broker.zk_cluster.verify_transaction(req.transactional_id, req.producer_id,

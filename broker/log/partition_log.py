@@ -4,14 +4,9 @@ Synchronous and single-threaded (the event-loop thread), except `flush()`, which
 thread concurrently with appends and reads: it fdatasyncs dups of the file descriptors it captured under
 a lock and then publishes the log end offset it captured as `flushed_offset`.
 
-Files: `<base offset, 20 digits>.log/.index/.timeindex` per segment; `log-start-offset-checkpoint` (the
-log start offset when DeleteRecords moved it past the first segment's base offset) and
-`recovery-point-offset-checkpoint` (segments before it were flushed with their indexes; the ones from it
-on are fully scanned at open after a crash) and `cleaner-offset-checkpoint` (where the log cleaner's next
-pass starts: the first dirty offset), in Kafka's checkpoint file format.
-
-The log cleaner writes a pass's segments under `cleaner/`; renaming that directory to `swap/` commits
-them. `open` completes a committed swap (old segments out, new ones in) and discards an uncommitted one.
+Files: `<base offset, 20 digits>.log/.index/.timeindex` per segment and the checkpoints of
+broker/log/checkpoints.py; opening and recovery are broker/log/log_loader.py's. Appends come through
+broker/log/append.py, which checks them by origin and keeps the producer state.
 """
 
 from __future__ import annotations
@@ -23,15 +18,27 @@ import struct
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from broker.log.cleaner import CLEANER_DIR, REPLACES_FILE, CleaningJob, CleaningResult
+from broker.log.checkpoints import (
+    CLEANER_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    fsync_dir,
+    fsync_file,
+    read_checkpoint,
+    write_checkpoint,
+)
+from broker.log.cleaner import CleaningJob, CleaningResult
 from broker.log.config import LogConfig
-from broker.log.durable_file import fsync_path, write_atomically
 from broker.log.leader_epochs import LeaderEpochCache
+from broker.log.log_loader import SWAP_DIR, complete_swap, load_segments
+from broker.log.log_reads import LogReads, OffsetOutOfRangeError
 from broker.log.segment import LogSegment, file_name
+from protocol.header import ErrorCode
 from protocol.records import (
     BatchHeader,
     Buffer,
@@ -42,32 +49,24 @@ from protocol.records import (
 
 log = logging.getLogger(__name__)
 
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-SWAP_DIR = "swap"
-_LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch: outside the CRC
-
-
-class OffsetOutOfRangeError(Exception):
-    """Kafka's OffsetOutOfRangeException (OFFSET_OUT_OF_RANGE)."""
-
-    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
-        super().__init__(f"offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")
-        self.offset = offset
 
 
 class RecordBatchTooLargeError(ValueError):
     """Kafka's RecordBatchTooLargeException (RECORD_BATCH_TOO_LARGE): an append larger than segment.bytes."""
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int
-    last_offset: int
-    log_append_time: int  # -1 with CreateTime
-    log_start_offset: int
+class Appended(NamedTuple):  # a tuple: one is made at every append, and a tuple is the cheapest to build
+    """What an append did (broker/log/append.py answers with it too): an error with Kafka's message, or the offsets
+    the batches got (for a producer's retry, those of the batch it repeats: `duplicate`)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1  # -1 with CreateTime; a duplicate's: the timestamp its first append stored
+    log_start_offset: int = -1  # reported with the errors raised once the log is reached, as Kafka's
+    duplicate: bool = False
 
 
 @dataclass(slots=True)
@@ -82,7 +81,7 @@ class FlushPoint:
     fds: list[int]  # dups of the segments' fds to fdatasync (empty when the filesystem is synced whole)
 
 
-class PartitionLog:
+class PartitionLog(LogReads):
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], log_start_offset: int,
                  recovery_point: int, leader_epoch: int) -> None:
         self.directory = directory
@@ -114,17 +113,9 @@ class PartitionLog:
         as Kafka's LogLoader does; otherwise those from the recovery point on are. A replicated log (a
         cluster's) keeps its leader epoch cache; a single broker's, always led at epoch 0, needs none."""
         directory = Path(directory)
-        bases, names = _scan_directory(directory)
-        checkpoint_start, recovery_point = (
-            _read_checkpoint(directory / name) if name in names else None
-            for name in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT))
-        recovery_point = recovery_point or 0
-        segments = [LogSegment.open(directory, base, config, now_ms) for base in bases]
-        recovered = _load_segments(segments, None if clean_shutdown else recovery_point)
-        if not segments:
-            segments.append(LogSegment.create(directory, checkpoint_start or 0, config, now_ms))
-        start = max(checkpoint_start or 0, segments[0].base_offset)
-        self = cls(directory, config, segments, start, recovery_point, leader_epoch)
+        loaded = load_segments(directory, config, now_ms, clean_shutdown=clean_shutdown)
+        segments, start, recovered = loaded.segments, loaded.log_start_offset, loaded.recovered
+        self = cls(directory, config, segments, start, loaded.recovery_point, leader_epoch)
         if track_epochs:
             self.epochs = LeaderEpochCache.load(directory) or self._rebuild_epochs()
             self.epochs.truncate_from_end(self.log_end_offset)  # a torn tail was cut at recovery
@@ -142,8 +133,8 @@ class PartitionLog:
                 self.flushed_offset = active.base_offset
             elif segment in self._segments:  # the recovery point moves past it: it must be on disk
                 os.fdatasync(segment.fd)
-                _fsync_path(segment.offset_index.path)
-                _fsync_path(segment.time_index.path)
+                fsync_file(segment.offset_index.path)
+                fsync_file(segment.time_index.path)
         self._set_recovery_point(active.base_offset)
         return self
 
@@ -182,11 +173,15 @@ class PartitionLog:
 
     # --- appending --------------------------------------------------------------------------------------
 
-    def append(self, batches: Buffer, *, now_ms: int) -> AppendResult:
-        """Append already-validated v2 batches: offsets assigned by rewriting each batch's base offset
-        (and leader epoch), LogAppendTime applied if configured; the bytes are otherwise stored as given."""
+    def append_as_leader(self, batches: Buffer, *, now_ms: int,
+                         parsed: list[tuple[BatchHeader, int, int]] | None = None) -> Appended:
+        """Append already-validated v2 batches (`parsed`: their iter_batches, if the caller has it):
+        offsets assigned by rewriting each batch's base offset (and leader epoch), LogAppendTime applied if
+        configured; the bytes are otherwise stored as given. Only broker/log/append.py calls it (and the
+        log's own tests): the producer state and those waiting for appends must follow every append."""
         view = memoryview(batches)
-        parsed = list(iter_batches(view))
+        if parsed is None:
+            parsed = list(iter_batches(view))
         if not parsed:
             raise CorruptRecordError("no record batch to append")
         total = len(view)
@@ -225,12 +220,13 @@ class PartitionLog:
         segment.size += total
         self.size_bytes += total
         self.log_end_offset = offset
-        return AppendResult(first, offset - 1, now_ms if log_append_time else -1, self.log_start_offset)
+        return Appended(ErrorCode.NONE, None, first, offset - 1, now_ms if log_append_time else -1,
+                        self.log_start_offset)
 
     def append_as_follower(self, batches: Buffer, *, now_ms: int) -> list[BatchHeader]:
         """Append a leader's batches as they are (offsets, leader epochs, timestamps unchanged), as a
         follower does: they must start at the log end offset. Returns their headers (producer state and
-        the epoch cache follow them)."""
+        the epoch cache follow them). Only broker/log/append.py calls it, as `append_as_leader`."""
         view = memoryview(batches)
         parsed = list(iter_batches(view))
         if not parsed:
@@ -289,88 +285,6 @@ class PartitionLog:
             self._dir_dirty = True
         return new
 
-    # --- reading ----------------------------------------------------------------------------------------
-
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
-             max_offset: int | None = None) -> bytes:
-        """Stored whole batches from the one holding `offset` (it may start before `offset`), up to
-        max_bytes, at least one batch when min_one (KIP-74), none holding max_offset or later. Stops at
-        the end of a segment. b"" at the log end offset."""
-        if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
-        limit = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
-        if offset >= limit:
-            return b""
-        segments = self._segments
-        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
-            data = segments[i].read(offset, max_bytes, min_one, limit)
-            if data is not None:
-                return data
-        return b""
-
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record at or after the log start offset whose timestamp is
-        >= `timestamp`; None if none. As Kafka's UnifiedLog.fetchOffsetByTimestamp, from the first segment
-        whose largest timestamp is >= it; unlike Kafka, when all its matches are below the log start
-        offset (DeleteRecords), the search goes on in later segments instead of answering none."""
-        for segment in self._segments:
-            if segment.largest_timestamp() >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
-                if found is not None:
-                    return found
-        return None
-
-    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
-        """ListOffsets v0 (Kafka's UnifiedLog.legacyFetchOffsetsBefore): the base offsets of the segments
-        last modified at or before `timestamp` (-1: latest, -2: earliest), newest first, and the log end
-        offset as of now when the active segment holds data; at most `max_num_offsets` of them."""
-        segments = list(self._segments)
-        points = [(max(segment.base_offset, self.log_start_offset), segment.last_modified_ms())
-                  for segment in segments]
-        if segments[-1].size > 0:
-            points.append((self.log_end_offset, now_ms))
-        if timestamp == -1:
-            start = len(points) - 1
-        elif timestamp == -2:
-            start = 0
-        else:
-            start = len(points) - 1
-            while start >= 0 and points[start][1] > timestamp:
-                start -= 1
-        offsets = [points[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)]
-        return sorted(offsets, reverse=True)
-
-    def max_timestamp(self) -> tuple[int, int]:
-        """(offset, timestamp) of the first record with the log's largest timestamp; (-1, -1) if none."""
-        best = self._segments[0]
-        for segment in self._segments[1:]:
-            if segment.max_timestamp > best.max_timestamp:
-                best = segment
-        return best.offset_of_max_timestamp_record() or (-1, -1)
-
-    def iter_batch_headers(self, start_offset: int | None = None) -> Iterator[BatchHeader]:
-        """Headers of the stored batches from the one holding `start_offset` (default: the log start),
-        e.g. to rebuild producer state. Do not append while iterating."""
-        offset = self.log_start_offset if start_offset is None else start_offset
-        segments = list(self._segments)
-        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
-            segment = segments[i]
-            found = segment.find_batch(offset)
-            if found is None:
-                continue
-            for _pos, head in segment.walk(found[0]):
-                yield BatchHeader(*head)
-
-    def read_batch(self, offset: int) -> bytes:
-        """The whole stored batch holding `offset` (or the first one after it); b"" if none. For the
-        records of a control batch (transaction markers) when replaying producer state, not the hot path."""
-        segments = self._segments
-        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
-            found = segments[i].find_batch(offset)
-            if found is not None:
-                return segments[i].read_batch(*found)
-        return b""
-
     # --- durability -------------------------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -384,10 +298,10 @@ class PartitionLog:
             for fd in point.fds:
                 os.fdatasync(fd)
             for segment in point.rolled:  # their indexes are not rebuilt at open: they must be durable too
-                _fsync_path(segment.offset_index.path)
-                _fsync_path(segment.time_index.path)
+                fsync_file(segment.offset_index.path)
+                fsync_file(segment.time_index.path)
             if point.sync_dir:
-                _fsync_dir(self.directory)
+                fsync_dir(self.directory)
             synced = True
         finally:
             for fd in point.fds:
@@ -452,7 +366,7 @@ class PartitionLog:
     def first_dirty_offset(self) -> int:
         """Where the cleaner's next pass starts reading new data (the cleaner checkpoint)."""
         if self._first_dirty is None:
-            self._first_dirty = _read_checkpoint(self.directory / CLEANER_CHECKPOINT) or 0
+            self._first_dirty = read_checkpoint(self.directory / CLEANER_CHECKPOINT) or 0
         if not self.log_start_offset <= self._first_dirty <= self._segments[-1].base_offset:
             return self.log_start_offset  # truncated or deleted below it: clean everything again
         return self._first_dirty
@@ -470,10 +384,10 @@ class PartitionLog:
             shutil.rmtree(result.directory, ignore_errors=True)
             return False
         os.rename(result.directory, self.directory / SWAP_DIR)
-        _fsync_dir(self.directory)  # the commit point: from here a crash completes the swap at open
+        fsync_dir(self.directory)  # the commit point: from here a crash completes the swap at open
         for segment in old:
             segment.close()
-        bases = _complete_swap(self.directory)
+        bases = complete_swap(self.directory)
         new = [LogSegment.open(self.directory, base, self.config, now_ms) for base in bases]
         for segment in new:
             if not segment.load_indexes():
@@ -483,12 +397,12 @@ class PartitionLog:
             self._bases = [s.base_offset for s in self._segments]
         self.size_bytes = sum(s.size for s in self._segments)
         self._first_dirty = result.end_offset
-        _write_checkpoint(self.directory / CLEANER_CHECKPOINT, self.directory, result.end_offset)
+        write_checkpoint(self.directory / CLEANER_CHECKPOINT, self.directory, result.end_offset)
         return True
 
     def _set_recovery_point(self, offset: int) -> None:
         if offset != self._recovery_point:
-            _write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT, self.directory, offset)
+            write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT, self.directory, offset)
             self._recovery_point = offset
 
     # --- retention and deletion -------------------------------------------------------------------------
@@ -526,7 +440,7 @@ class PartitionLog:
         if offset <= self.log_start_offset:
             return
         self.log_start_offset = offset
-        _write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
+        write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
         self._delete_start_offset_breached(_now(now_ms))
         if self.epochs is not None:
             self.epochs.truncate_from_start(self.log_start_offset)
@@ -599,7 +513,7 @@ class PartitionLog:
             self._bases.append(offset)
             self._dir_dirty = True
         self.log_start_offset = offset
-        _write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
+        write_checkpoint(self.directory / LOG_START_OFFSET_CHECKPOINT, self.directory, offset)
         self._after_truncation()
         if self.epochs is not None:
             self.epochs.clear()
@@ -635,8 +549,8 @@ class PartitionLog:
         active.seal()
         if sync:
             self.flush()
-            _fsync_path(active.offset_index.path)
-            _fsync_path(active.time_index.path)
+            fsync_file(active.offset_index.path)
+            fsync_file(active.time_index.path)
         with self._flush_lock, self._lock:
             self.closed = True
             for segment in self._segments:
@@ -673,124 +587,5 @@ def _now(now_ms: int | None) -> int:
     return time.time_ns() // 1_000_000 if now_ms is None else now_ms
 
 
-def _scan_directory(directory: Path) -> tuple[list[int], set[str]]:
-    """Base offsets of the segments and the names of the other files, from one listing (a restart lists
-    every partition's directory: no more system calls than needed); leftovers of interrupted deletions
-    and swaps are removed, a committed cleaner swap is completed. A missing directory is created."""
-    try:
-        entries = [entry.name for entry in os.scandir(directory)]
-    except FileNotFoundError:
-        directory.mkdir(parents=True)
-        return [], set()
-    if SWAP_DIR in entries or CLEANER_DIR in entries:
-        if SWAP_DIR in entries:
-            log.warning("%s: completing an interrupted cleaner swap", directory)
-            _complete_swap(directory)
-        shutil.rmtree(directory / CLEANER_DIR, ignore_errors=True)
-        entries = os.listdir(directory)
-    bases: list[int] = []
-    indexes: list[tuple[int, str]] = []
-    others: set[str] = set()
-    for name in entries:
-        if name.endswith(_LEFTOVER_SUFFIXES):
-            log.warning("%s: removing leftover file %s", directory, name)
-            os.unlink(directory / name)
-            continue
-        stem, _, suffix = name.partition(".")
-        if len(stem) != 20 or not stem.isdigit():
-            others.add(name)
-        elif suffix == "log":
-            bases.append(int(stem))
-        elif suffix in ("index", "timeindex"):
-            indexes.append((int(stem), name))
-    known = set(bases)
-    for base, name in indexes:
-        if base not in known:
-            log.warning("%s: removing index %s without its log", directory, name)
-            os.unlink(directory / name)
-    return sorted(bases), others
-
-
-def _complete_swap(directory: Path) -> list[int]:
-    """Move a committed cleaner pass (`swap/`) into the log: first delete the segments it replaces (listed
-    in its REPLACES_FILE, which is then renamed to mark that step done), then move the new files in.
-    Idempotent, so a crash in the middle is completed by the next open. Returns the base offsets moved."""
-    swap = directory / SWAP_DIR
-    replaces, moving = swap / REPLACES_FILE, swap / (REPLACES_FILE + ".done")
-    if replaces.exists():
-        first, end = (int(x) for x in replaces.read_text().split())
-        for entry in os.scandir(directory):
-            stem, _, suffix = entry.name.partition(".")
-            if suffix in ("log", "index", "timeindex") and len(stem) == 20 and stem.isdigit() \
-                    and first <= int(stem) < end:
-                os.unlink(entry.path)
-        _fsync_dir(directory)
-        os.rename(replaces, moving)
-    bases = []
-    for entry in os.scandir(swap):
-        if entry.name != moving.name:
-            os.replace(entry.path, directory / entry.name)
-            stem, _, suffix = entry.name.partition(".")
-            if suffix == "log":
-                bases.append(int(stem))
-    moving.unlink(missing_ok=True)
-    os.rmdir(swap)
-    _fsync_dir(directory)
-    return sorted(bases)
-
-
-def _load_segments(segments: list[LogSegment], recovery_point: int | None) -> list[LogSegment]:
-    """Kafka's LogLoader: segments from the one holding the recovery point on (always the last one; none
-    when there is no recovery point: a clean shutdown) are scanned and cut at the first bad batch, and if
-    one is cut the segments after it are deleted; the others keep their indexes unless those are missing or
-    inconsistent. Returns the segments scanned."""
-    recovered = []
-    i = 0
-    while i < len(segments):
-        segment = segments[i]
-        last = i == len(segments) - 1
-        if recovery_point is not None and (last or segments[i + 1].base_offset > recovery_point):
-            recovered.append(segment)
-            if segment.recover() and not last:
-                log.warning("%s: corruption in a segment that was not flushed, deleting the %d segments "
-                            "after it", segment.path(".log"), len(segments) - i - 1)
-                for later in segments[i + 1:]:
-                    later.delete_files()
-                del segments[i + 1:]
-        elif not segment.load_indexes():
-            log.warning("%s: indexes missing or inconsistent, rebuilding", segment.path(".log"))
-            recovered.append(segment)
-            segment.recover()
-        i += 1
-    return recovered
-
-
-def _read_checkpoint(path: Path) -> int | None:
-    """The offset in a one-entry Kafka checkpoint file (`0`, `1`, `<topic> <partition> <offset>`)."""
-    try:
-        lines = path.read_text().split("\n")
-        if lines[0].strip() != "0" or int(lines[1]) != 1:
-            raise ValueError("unknown checkpoint format")
-        return int(lines[2].split()[-1])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, IndexError) as exc:
-        log.warning("ignoring unreadable %s: %s", path, exc)
-        return None
-
-
-def _write_checkpoint(path: Path, directory: Path, offset: int) -> None:
-    topic, _, partition = directory.name.rpartition("-")
-    write_atomically(path, f"0\n1\n{topic or directory.name} {partition if partition.isdigit() else 0} {offset}\n")
-
-
-def _fsync_path(path: Path) -> None:
-    fsync_path(path, data_only=True, missing_ok=True)  # missing: deleted by retention meanwhile
-
-
-def _fsync_dir(directory: Path) -> None:
-    fsync_path(directory)
-
-
-__all__ = ["AppendResult", "FlushPoint", "OffsetOutOfRangeError", "PartitionLog", "RecordBatchTooLargeError",
-           "file_name"]
+__all__ = ["Appended", "FlushPoint", "OffsetOutOfRangeError", "PartitionLog",
+           "RecordBatchTooLargeError", "file_name"]

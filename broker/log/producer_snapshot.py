@@ -14,14 +14,7 @@ import logging
 from broker.log.durable_file import write_atomically
 from broker.log.partition_log import PartitionLog
 from broker.log.producer_state import MarkerReader, ProducerStateManager
-from protocol.records import (
-    CONTROL_ABORT,
-    CONTROL_COMMIT,
-    BatchHeader,
-    CorruptRecordError,
-    decode_records,
-    parse_control_record,
-)
+from protocol.records import BatchHeader, CorruptRecordError, end_marker
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +52,10 @@ def marker_reader(plog: PartitionLog, name: str = "") -> MarkerReader:
         if not batch:
             return None
         try:
-            records = decode_records(batch)
-            if not records:
-                return None
-            kind, coordinator_epoch = parse_control_record(records[0])
+            return end_marker(batch)
         except CorruptRecordError as exc:
             log.warning("%s: unreadable control batch at %d: %s", name, header.base_offset, exc)
             return None
-        if kind not in (CONTROL_ABORT, CONTROL_COMMIT) or coordinator_epoch is None:
-            return None
-        return kind, coordinator_epoch
 
     return read
 

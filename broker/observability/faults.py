@@ -11,6 +11,8 @@ the next `count` matching requests (None: until removed) and may expire at a tim
 - DROP_RESPONSE: run the request, then close the connection instead of answering (the retry that
   idempotence must deduplicate);
 - DROP_AFTER_RESPONSE: run and answer it, then close the connection;
+- IO_ERROR: run a Produce with its log appends failing (EIO), as a failing disk's writes: in a cluster the
+  broker's log directory goes offline (broker.cluster.replica_manager.ReplicaManager.log_dir_failed);
 - LEADER_UNAVAILABLE: for a partition, Metadata reports no leader (LEADER_NOT_AVAILABLE) and Produce,
   Fetch and ListOffsets touching it are answered NOT_LEADER_OR_FOLLOWER, as during a leader election.
 
@@ -34,6 +36,7 @@ class FaultAction(Enum):
     DROP_REQUEST = "drop_request"
     DROP_RESPONSE = "drop_response"
     DROP_AFTER_RESPONSE = "drop_after_response"
+    IO_ERROR = "io_error"
     LEADER_UNAVAILABLE = "leader_unavailable"
 
 
@@ -107,6 +110,10 @@ class FaultInjector:
         code = _error_code(error)
         if action is FaultAction.ERROR and code is None:
             raise ValueError("an error rule needs an error code")
+        if action is FaultAction.IO_ERROR and api_key not in (None, ApiKey.PRODUCE):
+            raise ValueError("io_error applies to Produce (its appends)")
+        if action is FaultAction.IO_ERROR:
+            api_key = ApiKey.PRODUCE
         if action is FaultAction.LEADER_UNAVAILABLE:
             if topic is None or partition is None or duration_ms is None:
                 raise ValueError("leader_unavailable needs a topic, a partition and a duration")

@@ -313,6 +313,8 @@ class Connection:
                 if action is FaultAction.DELAY:
                     # Like a muted Kafka channel: this connection's later requests wait too.
                     await trio.sleep(rule.delay_ms / 1000)
+                if action is FaultAction.IO_ERROR:
+                    ctx = replace(ctx, io_error=True)
                 slot.drop = action is FaultAction.DROP_RESPONSE
                 slot.close_after = action is FaultAction.DROP_AFTER_RESPONSE
         self._slots.append(slot)

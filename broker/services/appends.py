@@ -8,13 +8,17 @@ import trio
 
 class AppendSignal:
     def __init__(self) -> None:
-        self._event = trio.Event()
+        self._event: trio.Event | None = None  # made when someone waits: a notify with no waiter costs nothing
 
     def notify(self) -> None:
-        self._event.set()
-        self._event = trio.Event()
+        event = self._event
+        if event is not None:
+            self._event = None
+            event.set()
 
     @property
     def event(self) -> trio.Event:
         """Set at the next append (take it before looking at the partitions, then wait on it)."""
+        if self._event is None:
+            self._event = trio.Event()
         return self._event

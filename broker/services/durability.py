@@ -53,14 +53,17 @@ class Durability:
             return ErrorCode.NONE
         try:
             self.flusher.flush_now([partition.log for partition in partitions])
-        except OSError:
+        except OSError as exc:
+            self.storage_failed(exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
         return ErrorCode.NONE
 
-    def appended(self, partition: Partition) -> None:
-        """After a leader's append: with an ISR of one the high watermark moves at once."""
-        if partition.replicated_hw is not None and self.replicas is not None:
-            self.replicas.leader_appended(partition)
+    def storage_failed(self, exc: OSError) -> None:
+        """An append or a flush failed. In a cluster the log directory goes offline, as in Kafka (its
+        partitions are led elsewhere); a single broker answers KAFKA_STORAGE_ERROR for what it could not
+        store and goes on once writes succeed again (Kafka halts when its only log directory fails)."""
+        if self.replicas is not None:
+            self.replicas.log_dir_failed(f"{type(exc).__name__}: {exc}")
 
     def check_min_isr(self, partition: Partition) -> ErrorCode:
         """acks=all before the append: NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas."""
@@ -74,7 +77,8 @@ class Durability:
         REQUEST_TIMED_OUT otherwise)."""
         try:
             await self.flusher.wait_durable(partition.log, offset)
-        except OSError:
+        except OSError as exc:
+            self.storage_failed(exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
         if partition.replicated_hw is not None and self.replicas is not None:
             return await self.replicas.wait_replicated(partition, offset, timeout_s)

@@ -1,6 +1,7 @@
-"""The trio shell around the pure group coordinator: the `__consumer_offsets` topic it writes to and
-replays at start, the timer task that fires session and rebalance deadlines, offset expiry, and the
-awaitable form of JoinGroup/SyncGroup (whose answers wait for other members).
+"""The trio shell around the pure group coordinators (classic, KIP-848 consumer, KIP-932 share and KIP-1071
+streams groups): `__consumer_offsets` through the coordinator runtime (which loads its partitions and writes to
+them: this service is its shard), the timer task that fires session and rebalance deadlines, offset expiry, and
+the awaitable form of JoinGroup/SyncGroup (whose answers wait for other members).
 
 Every answer that follows a write waits until that write is durable (the log's --fsync policy), as an
 acks=all produce to `__consumer_offsets` would in Kafka.
@@ -12,16 +13,15 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
-from broker.services.appends import AppendSignal
+from broker.services.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from broker.services.durability import Durability
-from broker.services.internal_topics import partition_for, stored_batches
-from broker.services.topics import OFFSETS_TOPIC, Partition, Topic, TopicError, TopicManager
+from broker.services.topics import OFFSETS_TOPIC, Topic, TopicManager
 from coordinator.consumer_group_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator, HeartbeatResult
 from coordinator.group import GroupConfig, GroupState, JoinResult, SyncResult
 from coordinator.group_coordinator import GroupCoordinator
@@ -36,8 +36,11 @@ from protocol.kafka4_group_records import (
     decode_group_record,
     record_type,
 )
-from protocol.records import CONTROL_COMMIT, build_batch, parse_control_record
+from protocol.records import CONTROL_COMMIT, BatchHeader, parse_control_record
 from protocol.records import Record as LogRecord
+
+if TYPE_CHECKING:
+    from broker.log.append import Appender
 
 log = logging.getLogger(__name__)
 
@@ -85,22 +88,18 @@ class _Reply:
 
 class GroupService:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, durability: Durability,
-                 appends: AppendSignal, internal_topic: Callable[[str], Topic | ErrorCode], *,
+                 appender: Appender, internal_topic: Callable[[str], Topic | ErrorCode], *,
                  per_partition: bool = False, group_config: Callable[[str, str], str | None] | None = None) -> None:
         """`internal_topic(name)`: `__consumer_offsets`, created if it is not there yet (an ErrorCode while it
         cannot be had). `per_partition`: a cluster's broker coordinates only the groups of the partitions it
-        leads, loaded when it becomes their leader (`on_partition`); a single broker, every group.
+        leads, loaded when it becomes their leader (`runtime.on_partition`); a single broker, every group.
         `group_config(group_id, name)`: a group's own setting of a group config (None: the default)."""
         self.config = config
         self.topics = topics
         self.clock = clock
-        self.durability = durability
-        self.appends = appends
-        self._internal_topic = internal_topic
-        self.per_partition = per_partition
-        self.owned: dict[int, int] = {}  # partitions of __consumer_offsets loaded here -> their leader epoch
-        self.loading: dict[int, int] = {}  # partitions being loaded -> their leader epoch
-        self._nursery: trio.Nursery | None = None
+        self.runtime = CoordinatorRuntime(OFFSETS_TOPIC, "group(s)", self, topics, internal_topic, appender,
+                                          durability, clock, per_partition=per_partition)
+        self.loaded = self.runtime.loaded
         c = config
         self.coordinator = GroupCoordinator(GroupConfig(
             min_session_timeout_ms=c.group_min_session_timeout_ms,
@@ -131,10 +130,8 @@ class GroupService:
         self.consumer.other_group_type = self.other_group_type
         self.streams.other_group_type = self.other_group_type
         self.streams.on_classic_converted = self.coordinator.demote_to_simple
-        self.consumer.on_classic_converted = self.coordinator.demote_to_simple
         self.coordinator.retained = self._consumer_subscribed
         self._topic_snapshot: dict[str, tuple[uuid.UUID, int]] | None = None
-        self.loaded = trio.Event()
         self._wake = trio.Event()
 
     def streams_config(self, group_id: str) -> StreamsGroupConfig:
@@ -216,139 +213,40 @@ class GroupService:
         self.consumer.on_topics_changed(changed, created=bool(created))
         self.streams.on_topics_changed(changed)
 
-    # -- the offsets topic (GroupStore) ---------------------------------------------------------------
-    def offsets_topic(self) -> Topic:
-        """`__consumer_offsets`, created on first use; TopicError(COORDINATOR_NOT_AVAILABLE) while a cluster
-        creates it."""
-        topic = self._internal_topic(OFFSETS_TOPIC)
-        if isinstance(topic, ErrorCode):
-            raise TopicError("COORDINATOR_NOT_AVAILABLE", "The coordinator is not available.")
-        return topic
+    # -- the runtime's shard: loading `__consumer_offsets` ---------------------------------------------
+    def start_load(self, index: int) -> _GroupsLoad:
+        return _GroupsLoad(self)
 
-    def partition_of(self, group_id: str) -> Partition:
-        topic = self.offsets_topic()
-        return topic.partitions[partition_for(group_id, len(topic.partitions))]
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        return sum(coordinator.unload(belongs)
+                   for coordinator in (self.coordinator, self.consumer, self.share, self.streams))
 
-    def error_for(self, group_id: str) -> ErrorCode | None:
-        """Whether this broker coordinates the group now: NOT_COORDINATOR (its partition is led elsewhere),
-        COORDINATOR_LOAD_IN_PROGRESS (being loaded), COORDINATOR_NOT_AVAILABLE (no offsets topic yet)."""
-        if not self.per_partition:
-            return None if self.loaded.is_set() else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        topic = self.topics.get(OFFSETS_TOPIC)
-        if topic is None or not topic.partitions:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        index = partition_for(group_id, len(topic.partitions))
-        if index in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if index not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return None
-
-    def coordinates(self, group_id: str) -> bool:
-        return self.error_for(group_id) is None
-
-    def on_partition(self, index: int, leader_epoch: int | None) -> None:
-        """This broker became the leader of a partition of `__consumer_offsets` (its groups are loaded from the
-        log), or stopped being it (None: they are forgotten here)."""
-        topic = self.topics.get(OFFSETS_TOPIC)
-        count = len(topic.partitions) if topic is not None else 0
-        if leader_epoch is None:
-            self.owned.pop(index, None)
-            self.loading.pop(index, None)
-            gone = self.coordinator.unload(lambda group_id: partition_for(group_id, count) == index)
-            gone += self.consumer.unload(lambda group_id: partition_for(group_id, count) == index)
-            gone += self.share.unload(lambda group_id: partition_for(group_id, count) == index)
-            gone += self.streams.unload(lambda group_id: partition_for(group_id, count) == index)
-            if gone:
-                log.info("%s-%d moved: %d group(s) unloaded", OFFSETS_TOPIC, index, gone)
-            return
-        if self.owned.get(index) == leader_epoch or self.loading.get(index) == leader_epoch:
-            return
-        self.owned.pop(index, None)
-        self.loading[index] = leader_epoch
-        if self._nursery is not None:
-            self._nursery.start_soon(self._load_partition, index, leader_epoch)
-
-    async def _load_partition(self, index: int, leader_epoch: int) -> None:
-        topic = self.topics.get(OFFSETS_TOPIC)
-        partition = topic.partitions[index] if topic is not None and index < len(topic.partitions) else None
-        if partition is None or partition.log is None or self.loading.get(index) != leader_epoch:
-            return
-        count = len(topic.partitions)
-        self.coordinator.unload(lambda group_id: partition_for(group_id, count) == index)
-        self.consumer.unload(lambda group_id: partition_for(group_id, count) == index)
-        self.streams.unload(lambda group_id: partition_for(group_id, count) == index)
-        pending: dict[int, list[Record]] = {}
-        modern: list[Record] = []
-        self.coordinator.load(_classic_only(_replay(partition, pending), modern), self.clock.now_ms())
-        for producer_id, records in pending.items():
-            self.coordinator.load_pending_txn(producer_id, records)
-        decoded = list(_decoded(modern))
-        self.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), self.clock.now_ms())
-        self.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), self.clock.now_ms())
-        self.streams.load((r for r in decoded if r[0].name.startswith("STREAMS_GROUP")), self.clock.now_ms())
-        if self.loading.get(index) == leader_epoch:  # not moved away (or back) meanwhile
-            del self.loading[index]
-            self.owned[index] = leader_epoch
-            log.info("loaded the groups of %s-%d (leader epoch %d)", OFFSETS_TOPIC, index, leader_epoch)
+    def on_loaded(self, index: int, epoch: int) -> None:
         self.changed()
 
-    def _led_partition(self, group_id: str) -> Partition:
-        try:
-            partition = self.partition_of(group_id)
-        except TopicError as exc:
-            raise StoreError(ErrorCode.COORDINATOR_NOT_AVAILABLE, exc.message) from exc
-        if partition.log is None:
-            raise StoreError(ErrorCode.NOT_COORDINATOR, f"{OFFSETS_TOPIC}-{partition.index} is not led here")
-        return partition
-
+    # -- writing `__consumer_offsets` (the coordinators' GroupStore) ------------------------------------
     def write(self, group_id: str, records: list[Record], now_ms: int) -> None:
-        batch = build_batch([LogRecord(i, 0, key, value) for i, (key, value) in enumerate(records)],
-                            base_timestamp=now_ms)
-        partition = self._led_partition(group_id)
         try:
-            partition.log.append(batch, now_ms=now_ms)
-        except OSError as exc:
-            raise StoreError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"append to {OFFSETS_TOPIC} failed: {exc}") \
-                from exc
-        self.durability.appended(partition)
-        self.appends.notify()
+            self.runtime.append(group_id, records, timestamp=now_ms, now_ms=now_ms)
+        except CoordinatorWriteError as exc:
+            raise StoreError(exc.error, exc.message) from exc
 
     def write_txn(self, group_id: str, producer_id: int, producer_epoch: int, records: list[Record],
                   now_ms: int) -> None:
         """A transactional batch of the producer (TxnOffsetCommit): the partition's producer state opens the
-        transaction there, so the LSO and the marker treat it like any transactional write."""
-        batch = build_batch([LogRecord(i, 0, key, value) for i, (key, value) in enumerate(records)],
-                            base_timestamp=now_ms, producer_id=producer_id, producer_epoch=producer_epoch,
-                            is_transactional=True)
-        partition = self._led_partition(group_id)
-        # A fenced producer's late commit: its transaction was aborted by a marker of a newer epoch, and its
-        # offsets, kept pending, would be committed by the producer id's next commit marker.
-        refused = partition.producers.check_coordinator_append(producer_id, producer_epoch)
-        if refused is not None:
-            raise StoreError(ErrorCode[refused], f"producer {producer_id}'s epoch {producer_epoch} is fenced in "
-                                                 f"{OFFSETS_TOPIC}-{partition.index}")
+        transaction there, so the LSO and the marker treat it like any transactional write. A fenced producer's
+        late commit is refused (its transaction was aborted by a marker of a newer epoch, and its offsets, kept
+        pending, would be committed by the producer id's next commit marker)."""
         try:
-            result = partition.log.append(batch, now_ms=now_ms)
-        except OSError as exc:
-            raise StoreError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"append to {OFFSETS_TOPIC} failed: {exc}") \
-                from exc
-        partition.producers.commit(producer_id, producer_epoch, -1, len(records) - 1, result.base_offset, now_ms,
-                                   is_transactional=True)
-        self.durability.appended(partition)
-        self.appends.notify()
+            self.runtime.append(group_id, records, timestamp=now_ms, now_ms=now_ms, producer_id=producer_id,
+                                producer_epoch=producer_epoch)
+        except CoordinatorWriteError as exc:
+            raise StoreError(exc.error, exc.message) from exc
 
     async def durable(self, group_id: str) -> ErrorCode:
         """Wait until everything written for the group's partition so far is durable (on disk and, in a
         cluster, in every in-sync replica). The error, as Kafka's GroupMetadataManager maps an append's."""
-        topic = self.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            return ErrorCode.NONE
-        partition = topic.partitions[partition_for(group_id, len(topic.partitions))]
-        if partition.log is None:
-            return ErrorCode.NOT_COORDINATOR
-        error = await self.durability.wait(partition, partition.log.log_end_offset - 1)
-        return _STORE_ERRORS.get(error, error)
+        return await self.runtime.durable_key(group_id)
 
     async def forget_topics(self, names: list[str]) -> None:
         """Deleted topics: their committed offsets go (tombstones written, as Kafka's handleDeletedPartitions)."""
@@ -359,38 +257,16 @@ class GroupService:
 
     # -- background tasks ---------------------------------------------------------------------------
     async def run(self) -> None:
-        """Replay `__consumer_offsets` (a single broker; a cluster's loads partition by partition as it
+        """Load `__consumer_offsets` (a single broker, all of it now; a cluster's, partition by partition as it
         becomes their leader), then fire the coordinator's timers and expire old offsets."""
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            if self.per_partition:
-                self.loaded.set()
-                for index, epoch in sorted(self.loading.items()):  # leaderships taken before the service ran
-                    nursery.start_soon(self._load_partition, index, epoch)
-            else:
-                await self._load()
+            await self.runtime.start(nursery)
+            if not self.runtime.per_partition:
+                log.info("loaded %d classic and %d consumer group(s) from %s", len(self.coordinator.groups),
+                         len(self.consumer.groups), OFFSETS_TOPIC)
+                self.sync_topics()
             nursery.start_soon(self._run_expiry)
             await self._run_timers()
-
-    async def _load(self) -> None:
-        topic = self.topics.get(OFFSETS_TOPIC)
-        if topic is not None:
-            for partition in topic.partitions:
-                pending: dict[int, list[Record]] = {}
-                modern: list[Record] = []
-                self.coordinator.load(_classic_only(_replay(partition, pending), modern), self.clock.now_ms())
-                for producer_id, records in pending.items():
-                    self.coordinator.load_pending_txn(producer_id, records)
-                decoded = list(_decoded(modern))
-                self.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), self.clock.now_ms())
-                self.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), self.clock.now_ms())
-                self.streams.load((r for r in decoded if r[0].name.startswith("STREAMS_GROUP")),
-                                  self.clock.now_ms())
-                await trio.sleep(0)  # let connections be served between partitions
-            log.info("loaded %d classic and %d consumer group(s) from %s", len(self.coordinator.groups),
-                     len(self.consumer.groups), OFFSETS_TOPIC)
-        self.sync_topics()
-        self.loaded.set()
 
     async def _run_timers(self) -> None:
         while True:
@@ -424,19 +300,21 @@ class GroupService:
     async def join_group(self, **request: Any) -> JoinResult:
         await self.loaded.wait()
         group_id = request["group_id"]
-        error = self.error_for(group_id)
+        error = self.runtime.error_for(group_id)
         if error:
             return JoinResult(error, request["member_id"])
         if group_id in self.share.groups or group_id in self.streams.groups:
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")  # Kafka's answer for a share group
-        if group_id in self.consumer.groups:
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None and consumer.members:
+            # A classic member of a consumer group (KIP-848 mixed membership): answered at once.
+            result = self.consumer.classic_join(**request, now_ms=self.clock.now_ms())
+            self.changed()
+            stored = await self.durable(group_id)
+            return JoinResult(stored, request["member_id"]) if stored and result.error == ErrorCode.NONE else result
+        if consumer is not None:
             # Kafka converts an empty consumer group into a classic one when a classic member joins.
             error = self.consumer.delete_group(group_id, self.clock.now_ms())
-            if error == ErrorCode.NON_EMPTY_GROUP:
-                # KIP-848 mixed membership (classic members in a consumer group) is not implemented.
-                log.warning("group %s: a classic member cannot join the consumer group while it has members",
-                            group_id)
-                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request["member_id"])
             if error != ErrorCode.NONE:
                 return JoinResult(error, request["member_id"])
             log.info("[GroupId %s] Converted the empty consumer group to a classic group.", group_id)
@@ -447,10 +325,35 @@ class GroupService:
         await self.durable(request["group_id"])
         return result
 
+    def heartbeat(self, **request: Any) -> ErrorCode:
+        """A classic Heartbeat: the classic coordinator's, or the consumer group's for its classic members."""
+        error = self.runtime.error_for(request["group_id"])
+        if error:
+            return error
+        owner = self.consumer.classic_heartbeat if request["group_id"] in self.consumer.groups \
+            else self.coordinator.heartbeat
+        error = owner(**request, now_ms=self.clock.now_ms())
+        self.changed()
+        return error
+
+    async def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
+                          ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """LeaveGroup: of a classic group, or of a consumer group (its members leave as if fenced); answered once
+        durable."""
+        await self.loaded.wait()
+        error = self.runtime.error_for(group_id)
+        if error:
+            return error, []
+        owner = self.consumer.classic_leave if group_id in self.consumer.groups else self.coordinator.leave_group
+        result = owner(group_id=group_id, members=members, now_ms=self.clock.now_ms())
+        self.changed()
+        await self.durable(group_id)
+        return result
+
     async def consumer_group_heartbeat(self, **request: Any) -> Any:
         """ConsumerGroupHeartbeat (KIP-848): answered once its records are durable."""
         await self.loaded.wait()
-        error = self.error_for(request["group_id"])
+        error = self.runtime.error_for(request["group_id"])
         if error:
             return HeartbeatResult(error)
         self.sync_topics()
@@ -462,7 +365,7 @@ class GroupService:
     async def share_group_heartbeat(self, **request: Any) -> Any:
         """ShareGroupHeartbeat (KIP-932): answered once its records are durable."""
         await self.loaded.wait()
-        error = self.error_for(request["group_id"])
+        error = self.runtime.error_for(request["group_id"])
         if error:
             return ShareHeartbeatResult(error)
         result = self.share.heartbeat(**request, now_ms=self.clock.now_ms())
@@ -473,7 +376,7 @@ class GroupService:
     async def create_share_group(self, group_id: str, epoch: int) -> ErrorCode:
         """An empty share group (AlterShareGroupOffsets of a group not there yet), once its record is durable."""
         await self.loaded.wait()
-        error = self.error_for(group_id) or self.share.create_empty(group_id, epoch, self.clock.now_ms())
+        error = self.runtime.error_for(group_id) or self.share.create_empty(group_id, epoch, self.clock.now_ms())
         if error:
             return error
         return await self.durable(group_id) or ErrorCode.NONE
@@ -481,7 +384,7 @@ class GroupService:
     async def streams_group_heartbeat(self, request: HeartbeatRequest) -> StreamsHeartbeatResult:
         """StreamsGroupHeartbeat (KIP-1071): answered once its records are durable."""
         await self.loaded.wait()
-        error = self.error_for(request.group_id)
+        error = self.runtime.error_for(request.group_id)
         if error:
             return StreamsHeartbeatResult(error)
         self.sync_topics()
@@ -492,9 +395,14 @@ class GroupService:
 
     async def sync_group(self, **request: Any) -> SyncResult:
         await self.loaded.wait()
-        error = self.error_for(request["group_id"])
+        error = self.runtime.error_for(request["group_id"])
         if error:
             return SyncResult(error)
+        if request["group_id"] in self.consumer.groups:  # a classic member of a consumer group
+            result = self.consumer.classic_sync(**request, now_ms=self.clock.now_ms())
+            self.changed()
+            stored = await self.durable(request["group_id"])  # what it was assigned is durable
+            return SyncResult(stored) if stored and result.error == ErrorCode.NONE else result
         reply = _Reply()
         self.coordinator.sync_group(**request, respond=reply.set, now_ms=self.clock.now_ms())
         self.changed()
@@ -513,20 +421,8 @@ def consumer_epochs_of(config: BrokerConfig) -> dict[str, Any]:
     release = release_key(check_release(config.kafka_version))
     if release < (4, 3):
         return {}
-    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
-
-
-def _classic_only(records: Iterator[Record], modern: list[Record]) -> Iterator[Record]:
-    """The classic records (offset commits, classic group metadata); Kafka 4's group records go to `modern`."""
-    for key, value in records:
-        try:
-            kind = record_type(key)
-        except RecordError:
-            continue
-        if kind in KAFKA4_GROUP_RECORD_TYPES:
-            modern.append((key, value))
-        elif kind <= 2:
-            yield key, value
+    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4),
+            "classic_rejoin_at_assignment_epoch": True}
 
 
 def _decoded(records: list[Record]) -> Iterator[Any]:
@@ -539,29 +435,46 @@ def _decoded(records: list[Record]) -> Iterator[Any]:
         yield kind, dict(k), None if v is None else dict(v)
 
 
-# Kafka's GroupMetadataManager: an append's error as the coordinator answers it.
-_STORE_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-}
+class _GroupsLoad:
+    """One partition of `__consumer_offsets` replayed. A transaction's records count when its COMMIT marker is
+    reached, and never if it aborted; those of transactions still open at the end are pending again. The classic
+    records (offset commits, classic group metadata) and Kafka 4's group records go to their coordinators."""
 
+    def __init__(self, service: GroupService) -> None:
+        self.service = service
+        self.classic: list[Record] = []
+        self.modern: list[Record] = []
+        self.pending: dict[int, list[Record]] = {}  # open transactions' records, by producer id
 
-def _replay(partition: Partition, pending: dict[int, list[Record]]) -> Iterator[Record]:
-    """The (key, value) records of a partition of `__consumer_offsets`, in log order. A transaction's
-    records come out when its COMMIT marker is reached, and never if it aborted; those of transactions
-    still open at the end are left in `pending` (by producer id)."""
-    for header, records in stored_batches(partition):
+    def replay(self, header: BatchHeader, records: list[LogRecord]) -> None:
         if header.is_control:
-            done = pending.pop(header.producer_id, [])
+            done = self.pending.pop(header.producer_id, [])
             if records and parse_control_record(records[0])[0] == CONTROL_COMMIT:
-                yield from done
-            continue
+                self._add(done)
+            return
         keyed = [(r.key, r.value) for r in records if r.key is not None]
         if header.is_transactional:
-            pending.setdefault(header.producer_id, []).extend(keyed)
+            self.pending.setdefault(header.producer_id, []).extend(keyed)
         else:
-            yield from keyed
+            self._add(keyed)
+
+    def _add(self, records: list[Record]) -> None:
+        for key, value in records:
+            try:
+                kind = record_type(key)
+            except RecordError:
+                continue
+            if kind in KAFKA4_GROUP_RECORD_TYPES:
+                self.modern.append((key, value))
+            elif kind <= 2:
+                self.classic.append((key, value))
+
+    def complete(self, now_ms: int) -> None:
+        service = self.service
+        service.coordinator.load(self.classic, now_ms)
+        for producer_id, records in self.pending.items():
+            service.coordinator.load_pending_txn(producer_id, records)
+        decoded = list(_decoded(self.modern))
+        service.consumer.load((r for r in decoded if r[0].name.startswith("CONSUMER_GROUP")), now_ms)
+        service.share.load((r for r in decoded if r[0].name.startswith("SHARE_GROUP")), now_ms)
+        service.streams.load((r for r in decoded if r[0].name.startswith("STREAMS_GROUP")), now_ms)

@@ -1,6 +1,6 @@
-"""What the coordinators' internal topics (`__consumer_offsets`, `__transaction_state`) share: which partition
-holds a key (Kafka's partitioning by Java string hash), creation on first use, and reading the stored
-batches back at startup."""
+"""What the coordinators' internal topics (`__consumer_offsets`, `__transaction_state`, `__share_group_state`)
+share: which partition holds a key (Kafka's partitioning by Java string hash), creation on first use, and reading
+the stored batches back (broker/services/coordinator_runtime.py replays them)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,13 @@ def internal_topic(topics: TopicManager, name: str, now_ms: int) -> Topic:
 
 def stored_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Record]]]:
     """Every batch of the partition with its records, in log order (corrupt batches are logged, skipped)."""
+    for chunk in stored_chunks(partition):
+        yield from chunk
+
+
+def stored_chunks(partition: Partition) -> Iterator[list[tuple[BatchHeader, list[Record]]]]:
+    """The partition's batches with their records, in log order, a read (up to 1 MiB) at a time: a loader may
+    let other tasks run between two (corrupt batches are logged, skipped)."""
     from protocol.records import CorruptRecordError, decode_records, iter_batches  # with the logs, not at startup
 
     plog = partition.log
@@ -55,6 +62,7 @@ def stored_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Rec
         data = plog.read(offset, _READ_CHUNK)
         if not data:
             break
+        chunk = []
         for header, start, end in iter_batches(data):
             offset = header.base_offset + header.last_offset_delta + 1
             try:
@@ -63,4 +71,5 @@ def stored_batches(partition: Partition) -> Iterator[tuple[BatchHeader, list[Rec
                 log.error("%s-%d: skipping a corrupt batch at %d: %s", partition.topic, partition.index,
                           header.base_offset, exc)
                 continue
-            yield header, records
+            chunk.append((header, records))
+        yield chunk

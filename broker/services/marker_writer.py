@@ -1,7 +1,6 @@
 """Transaction markers on this broker's partitions: the partition side of WriteTxnMarkers (Kafka's
-ReplicaManager.appendRecords with AppendOrigin.COORDINATOR for a control batch, then UnifiedLog.append's
-producer-state update: ProducerAppendInfo.appendEndTxnMarker, the transaction index,
-ProducerStateManager.completeTxn).
+ReplicaManager.appendRecords with AppendOrigin.COORDINATOR for a control batch; the append checks the marker
+and completes the producer's transaction: broker/log/append.py).
 
 The WriteTxnMarkers handler calls `MarkerWriter.write`, and so does this broker's transaction
 coordinator for the partitions it hosts. Works on any partition, internal topics included (transactional
@@ -16,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.clock import Clock
-from broker.log.partition_log import RecordBatchTooLargeError
-from broker.services.appends import AppendSignal
+from broker.log.append import Appender, AppendOrigin
 from broker.services.durability import Durability
 from broker.services.internal_topics import partition_for
 from broker.services.topics import OFFSETS_TOPIC, Partition, TopicManager
@@ -32,37 +30,23 @@ Marker = tuple[int, int, bool, int, Mapping[str, Sequence[int]]]
 
 
 class MarkerWriter:
-    def __init__(self, topics: TopicManager, durability: Durability, appends: AppendSignal, clock: Clock,
+    def __init__(self, topics: TopicManager, durability: Durability, appender: Appender, clock: Clock,
                  groups: Callable[[], GroupService]) -> None:
         self.topics = topics
         self.durability = durability
-        self.appends = appends
+        self.appender = appender
         self.clock = clock
         self._groups = groups  # built on first use (see broker.app): only offsets markers need it
 
     def append_marker(self, partition: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                       commit: bool, now_ms: int) -> tuple[ErrorCode, int]:
-        """Validate (stale producer epoch: INVALID_PRODUCER_EPOCH; older coordinator epoch:
-        TRANSACTION_COORDINATOR_FENCED), append a COMMIT or ABORT control batch, close the producer's open
-        transaction in the partition's producer state (an abort goes to the aborted index) and wake the
-        long-polling fetchers (the LSO may have moved). Returns (error, the marker's offset or -1)."""
-        producers = partition.producers
-        error = producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        if error is not None:
-            return ErrorCode[error], -1
+        """Append a COMMIT or ABORT control batch (refused for a stale producer epoch: INVALID_PRODUCER_EPOCH,
+        or an older coordinator epoch: TRANSACTION_COORDINATOR_FENCED); the append closes the producer's open
+        transaction (an abort goes to the aborted index) and wakes the long-polling fetchers (the LSO may have
+        moved). Returns (error, the marker's offset or -1)."""
         batch = control_batch(commit, producer_id, producer_epoch, coordinator_epoch, now_ms)
-        try:
-            result = partition.log.append(batch, now_ms=now_ms)
-        except OSError:
-            return ErrorCode.KAFKA_STORAGE_ERROR, -1
-        except RecordBatchTooLargeError:  # a 78-byte batch over segment.bytes
-            return ErrorCode.RECORD_LIST_TOO_LARGE, -1
-        timestamp = result.log_append_time if result.log_append_time != -1 else now_ms
-        producers.complete_txn(producer_id, producer_epoch, commit, coordinator_epoch, result.base_offset,
-                               timestamp)
-        self.durability.appended(partition)
-        self.appends.notify()
-        return ErrorCode.NONE, result.base_offset
+        appended = self.appender.append(partition, batch, AppendOrigin.COORDINATOR, now_ms)
+        return appended.error, appended.base_offset
 
     async def write(self, markers: Sequence[Marker]) -> dict[tuple[str, int], ErrorCode]:
         """Append each marker and wait until they are durable; the errors by partition (for one producer)."""

@@ -21,6 +21,7 @@ import trio
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
+from broker.log.append import Appender, AppendOrigin
 from broker.services.appends import AppendSignal
 from broker.services.internal_topics import internal_topic, partition_for, stored_batches
 from broker.services.topics import SHARE_STATE_TOPIC, Partition, TopicManager
@@ -96,12 +97,13 @@ def _aborted_batches(partition: Partition, headers: list[Any]) -> set[int]:
 
 class SharePartitions:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, appends: AppendSignal,
-                 group_config: Any) -> None:
+                 appender: Appender, group_config: Any) -> None:
         """`group_config(group_id, name)`: a group config's value (share.auto.offset.reset, ...) or None."""
         self.config = config
         self.topics = topics
         self.clock = clock
-        self.appends = appends
+        self.appends = appends  # wakes share fetches waiting for records (released ones too)
+        self.appender = appender
         self.group_config = group_config
         self.partitions: dict[Key, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
@@ -127,17 +129,21 @@ class SharePartitions:
              "state_batches": [{"first_offset": b.first_offset, "last_offset": b.last_offset,
                                 "delivery_state": b.state.value, "delivery_count": b.delivery_count}
                                for b in sp.snapshot()]})
-        partition = self._state_partition(key)
-        partition.log.append(build_batch([LogRecord(0, 0, k, v)], base_timestamp=now), now_ms=now)
-        self.appends.notify()
-        return partition
+        return self._write_state(key, k, v, now)
 
     def _delete_state(self, key: Key) -> None:
         k, _ = encode_share_state_record(ShareStateRecordType.SHARE_SNAPSHOT,
                                          {"group_id": key[0], "topic_id": key[1], "partition": key[2]}, None)
-        now = self.clock.now_ms()
-        self._state_partition(key).log.append(build_batch([LogRecord(0, 0, k, None)], base_timestamp=now),
-                                              now_ms=now)
+        self._write_state(key, k, None, self.clock.now_ms())
+
+    def _write_state(self, key: Key, record_key: bytes, value: bytes | None, now: int) -> Partition:
+        """One record in the share partition's partition of `__share_group_state`; OSError if not written."""
+        partition = self._state_partition(key)
+        appended = self.appender.append(partition, build_batch([LogRecord(0, 0, record_key, value)],
+                                                               base_timestamp=now), AppendOrigin.COORDINATOR, now)
+        if appended.error:
+            raise OSError(f"writing the state of {key} failed: {appended.error.name}: {appended.message}")
+        return partition
 
     def load(self) -> None:
         topic = self.topics.get(SHARE_STATE_TOPIC)

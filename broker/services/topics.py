@@ -115,6 +115,7 @@ class TopicManager:
         self.node_id = config.broker_id
         self.cluster = cluster
         self.data_dir = Path(config.data_dir)
+        self.log_dir_offline = False  # its log directory failed: the partitions on it are not served
         self._meta_dir = self.data_dir / "meta" / "topics"
         self._meta_dir.mkdir(parents=True, exist_ok=True)
         self._by_name: dict[str, Topic] = {}
@@ -144,6 +145,8 @@ class TopicManager:
         if topic is None or not 0 <= index < len(topic.partitions):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = topic.partitions[index]
+        if self.log_dir_offline and partition.log is not None:
+            return ErrorCode.KAFKA_STORAGE_ERROR  # Kafka's HostedPartition.Offline
         if partition.leader != self.node_id or partition.log is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return partition

@@ -12,19 +12,18 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
-from broker.services.appends import AppendSignal
+from broker.services.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from broker.services.durability import Durability
-from broker.services.internal_topics import partition_for, stored_batches
 from broker.services.marker_writer import Marker
 from broker.services.producer_ids import ProducerIds
-from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicError, TopicManager
+from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, Topic, TopicManager
 from coordinator.txn import (
     InitResult,
     TransactionCoordinator,
@@ -33,8 +32,6 @@ from coordinator.txn import (
     TxnTransit,
 )
 from protocol.header import ErrorCode
-from protocol.records import Record as LogRecord
-from protocol.records import build_batch
 from protocol.txn_records import (
     TxnKey,
     TxnRecordError,
@@ -45,6 +42,10 @@ from protocol.txn_records import (
     encode_txn_value,
 )
 
+if TYPE_CHECKING:
+    from broker.log.append import Appender
+    from protocol.records import BatchHeader, Record
+
 log = logging.getLogger(__name__)
 
 _MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)
@@ -54,10 +55,7 @@ _MARKER_GIVE_UP = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INV
                              ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
 
-class TxnWriteError(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
+TxnWriteError = CoordinatorWriteError  # a transit not written: the error its request is answered
 
 
 def transit_value(transit: TxnTransit) -> bytes:
@@ -88,119 +86,57 @@ def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
 
 class TxnService:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, durability: Durability,
-                 appends: AppendSignal, producer_ids: ProducerIds, markers: Any,
+                 appender: Appender, producer_ids: ProducerIds, markers: Any,
                  internal_topic: Callable[[str], Topic | ErrorCode], *, per_partition: bool = False) -> None:
         """`markers.write(markers)`: WriteTxnMarkers to each partition's leader (services.marker_writer for this
         broker's partitions; in a cluster, broker.cluster.marker_channel sends the others over the network).
         `per_partition`: in a cluster, this broker coordinates the transactional ids of the
-        `__transaction_state` partitions it leads (`on_partition`), the leader epoch being the coordinator
-        epoch the markers carry; a single broker coordinates every id, at epoch 0."""
+        `__transaction_state` partitions it leads (`runtime.on_partition`), the leader epoch being the
+        coordinator epoch the markers carry; a single broker coordinates every id, at epoch 0."""
         self.config = config
         self.topics = topics
         self.clock = clock
-        self.durability = durability
-        self.appends = appends
         self.producer_ids = producer_ids
         self.markers = markers
-        self._internal_topic = internal_topic
-        self.per_partition = per_partition
-        self.owned: dict[int, int] = {}  # partitions of __transaction_state loaded here -> leader epoch
-        self.loading: dict[int, int] = {}
         c = config
         self.coordinator = TransactionCoordinator(TxnConfig(max_timeout_ms=c.transaction_max_timeout_ms,
                                                             id_expiration_ms=c.transactional_id_expiration_ms))
-        self.loaded = trio.Event()
+        self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC, "transactional id(s)", self, topics,
+                                          internal_topic, appender, durability, clock, per_partition=per_partition)
+        self.loaded = self.runtime.loaded
         self._wake = trio.Event()
         self._sleeping_until_ms = -math.inf  # when the timeouts task wakes up by itself (-inf: it is awake)
         self._nursery: trio.Nursery | None = None
 
-    # -- the state topic -----------------------------------------------------------------------------
-    def state_topic(self) -> Topic:
-        """`__transaction_state`, created on first use; TopicError(COORDINATOR_NOT_AVAILABLE) while a cluster
-        creates it."""
-        topic = self._internal_topic(TRANSACTION_STATE_TOPIC)
-        if isinstance(topic, ErrorCode):
-            raise TopicError("COORDINATOR_NOT_AVAILABLE", "The coordinator is not available.")
-        return topic
+    # -- the runtime's shard: loading `__transaction_state` --------------------------------------------
+    def start_load(self, index: int) -> _TxnsLoad:
+        return _TxnsLoad(self.coordinator)
 
-    def partition_of(self, transactional_id: str) -> Partition:
-        topic = self.state_topic()
-        return topic.partitions[partition_for(transactional_id, len(topic.partitions))]
+    def unload(self, belongs: Callable[[str], bool]) -> int:
+        return self.coordinator.unload(belongs)
 
-    def error_for(self, transactional_id: str) -> ErrorCode | None:
-        """Whether this broker coordinates the transactional id now (NOT_COORDINATOR,
-        COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE otherwise)."""
-        if not self.per_partition:
-            return None if self.loaded.is_set() else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
-        if topic is None or not topic.partitions:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        index = partition_for(transactional_id, len(topic.partitions))
-        if index in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if index not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return None
-
-    def coordinator_epoch(self, transactional_id: str) -> int:
-        """The coordinator epoch markers carry: the leader epoch of the id's partition (0 on one broker)."""
-        if not self.per_partition:
-            return 0
-        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
-        return self.owned.get(partition_for(transactional_id, len(topic.partitions)), 0) if topic else 0
-
-    def on_partition(self, index: int, leader_epoch: int | None) -> None:
-        """This broker became the leader of a partition of `__transaction_state` (its ids are loaded, and the
-        transactions it finds in Prepare* get their markers), or stopped being it (they are forgotten here)."""
-        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
-        count = len(topic.partitions) if topic is not None else 0
-        if leader_epoch is None:
-            self.owned.pop(index, None)
-            self.loading.pop(index, None)
-            gone = self.coordinator.unload(lambda txn_id: partition_for(txn_id, count) == index)
-            if gone:
-                log.info("%s-%d moved: %d transactional id(s) unloaded", TRANSACTION_STATE_TOPIC, index, gone)
-            return
-        if self.owned.get(index) == leader_epoch or self.loading.get(index) == leader_epoch:
-            return
-        self.owned.pop(index, None)
-        self.loading[index] = leader_epoch
-        if self._nursery is not None:
-            self._nursery.start_soon(self._load_partition, index, leader_epoch)
-
-    async def _load_partition(self, index: int, leader_epoch: int) -> None:
-        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
-        partition = topic.partitions[index] if topic is not None and index < len(topic.partitions) else None
-        if partition is None or partition.log is None or self.loading.get(index) != leader_epoch:
-            return
-        count = len(topic.partitions)
-        self.coordinator.unload(lambda txn_id: partition_for(txn_id, count) == index)
-        for txn_id, value in _replay(partition):
-            self.coordinator.load(None if value is None else transit_from_value(txn_id, value), txn_id)
-        if self.loading.get(index) != leader_epoch:
-            return
-        del self.loading[index]
-        self.owned[index] = leader_epoch
-        log.info("loaded the transactional ids of %s-%d (leader epoch %d)", TRANSACTION_STATE_TOPIC, index,
-                 leader_epoch)
+    def on_loaded(self, index: int, epoch: int) -> None:
+        """The partition's transactions left in PrepareCommit/PrepareAbort get their markers again."""
+        belongs = self.runtime.belongs(index)
         for transit in self.coordinator.pending_markers():
-            if partition_for(transit.transactional_id, count) == index:
-                log.info("transaction %s: completing %s (coordinator moved here)", transit.transactional_id,
-                         transit.state.value)
+            if belongs(transit.transactional_id):
+                log.info("transaction %s: completing %s %s", transit.transactional_id, transit.state.value,
+                         "(coordinator moved here)" if self.runtime.per_partition else "after restart")
                 self._start_markers(transit)
         self._wake.set()
 
+    # -- writing `__transaction_state` -----------------------------------------------------------------
     async def write(self, transit: TxnTransit, *, durable: bool = True) -> None:
         """Append the transit and wait until it is durable; complete it then, or abandon it on failure.
         Complete* need not wait: if it is lost, recovery finds Prepare* and writes the markers again."""
         partition, offset = self._append(transit)
         if durable:
-            error = await self.durability.wait(partition, offset)
+            error = await self.runtime.durable(partition, offset)
             if error:
                 self.coordinator.abandon(transit)
                 log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value,
                           error.name)
-                raise TxnWriteError(_STATE_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE), error.name)
+                raise TxnWriteError(error, error.name)
         self._completed(transit)
 
     def write_now(self, transit: TxnTransit) -> None:
@@ -211,26 +147,16 @@ class TxnService:
     def _append(self, transit: TxnTransit) -> tuple[Partition, int]:
         """Append the transit to its partition of the state topic: (partition, last offset); abandoned and
         TxnWriteError if that fails."""
-        try:
-            partition = self.partition_of(transit.transactional_id)
-        except (TopicError, OSError) as exc:
-            self.coordinator.abandon(transit)
-            raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
-        if partition.log is None:
-            self.coordinator.abandon(transit)
-            raise TxnWriteError(ErrorCode.NOT_COORDINATOR, f"{TRANSACTION_STATE_TOPIC}-{partition.index} moved")
         value = None if transit.state is TxnState.DEAD else transit_value(transit)
-        batch = build_batch([LogRecord(0, 0, encode_txn_key(TxnKey(transit.transactional_id)), value)],
-                            base_timestamp=transit.update_ms)
         try:
-            result = partition.log.append(batch, now_ms=self.clock.now_ms())
-        except OSError as exc:
+            return self.runtime.append(transit.transactional_id,
+                                       [(encode_txn_key(TxnKey(transit.transactional_id)), value)],
+                                       timestamp=transit.update_ms, now_ms=self.clock.now_ms())
+        except CoordinatorWriteError as exc:
             self.coordinator.abandon(transit)
-            log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value, exc)
-            raise TxnWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
-        self.durability.appended(partition)
-        self.appends.notify()
-        return partition, result.last_offset
+            log.error("transaction %s: writing %s failed: %s", transit.transactional_id, transit.state.value,
+                      exc.message)
+            raise
 
     def _completed(self, transit: TxnTransit) -> None:
         self.coordinator.complete(transit)
@@ -243,7 +169,7 @@ class TxnService:
     async def init_producer_id(self, transactional_id: str, timeout_ms: int,
                                expected: tuple[int, int] | None) -> InitResult:
         await self.loaded.wait()
-        not_here = self.error_for(transactional_id)
+        not_here = self.runtime.error_for(transactional_id)
         if not_here:
             return InitResult(not_here)
         new_pid = None
@@ -338,7 +264,7 @@ class TxnService:
 
     def _marker(self, transit: TxnTransit, partitions: dict[str, list[int]]) -> Marker:
         return (transit.producer_id, transit.producer_epoch, transit.state is TxnState.PREPARE_COMMIT,
-                self.coordinator_epoch(transit.transactional_id), partitions)
+                self.runtime.epoch_of(transit.transactional_id), partitions)
 
     def _to_retry(self, transit: TxnTransit, results: dict[tuple[str, int], ErrorCode]) -> dict[str, list[int]]:
         """The partitions whose marker failed with an error worth retrying (the others are logged)."""
@@ -380,31 +306,17 @@ class TxnService:
 
     # -- background -----------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Replay `__transaction_state`, finish Prepare* transactions, then abort timed-out ones and forget
+        """Load `__transaction_state` (a single broker, all of it now; a cluster's, partition by partition as it
+        becomes their leader) and finish its Prepare* transactions, then abort timed-out ones and forget
         expired ids."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            if self.per_partition:
-                self.loaded.set()
-                for index, epoch in sorted(self.loading.items()):  # leaderships taken before the service ran
-                    nursery.start_soon(self._load_partition, index, epoch)
-            else:
-                self.load()
-            for transit in self.coordinator.pending_markers():
-                log.info("transaction %s: completing %s after restart", transit.transactional_id,
-                         transit.state.value)
-                nursery.start_soon(self._complete_with_markers, transit)
+            await self.runtime.start(nursery)
+            if not self.runtime.per_partition:
+                log.info("loaded %d transactional id(s) from %s", len(self.coordinator.txns),
+                         TRANSACTION_STATE_TOPIC)
             nursery.start_soon(self._run_expiry)
             await self._run_timeouts()
-
-    def load(self) -> None:
-        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
-        if topic is not None:
-            for partition in topic.partitions:
-                for txn_id, value in _replay(partition):
-                    self.coordinator.load(None if value is None else transit_from_value(txn_id, value), txn_id)
-            log.info("loaded %d transactional id(s) from %s", len(self.coordinator.txns), TRANSACTION_STATE_TOPIC)
-        self.loaded.set()
 
     async def _run_timeouts(self) -> None:
         assert self._nursery is not None
@@ -436,23 +348,27 @@ class TxnService:
         self._wake.set()
 
 
-# Kafka's TransactionStateManager: an append's error as the coordinator answers it.
-_STATE_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-}
+class _TxnsLoad:
+    """One partition of `__transaction_state` replayed: each transactional id's last transit (a tombstone:
+    none), given to the coordinator once the whole partition is read."""
 
+    def __init__(self, coordinator: TransactionCoordinator) -> None:
+        self.coordinator = coordinator
+        self.transits: list[tuple[str, TxnValue | None]] = []
 
-def _replay(partition: Partition) -> Iterator[tuple[str, TxnValue | None]]:
-    """(transactional id, value or None for a tombstone) of each record, in log order."""
-    for header, records in stored_batches(partition):
+    def replay(self, header: BatchHeader, records: list[Record]) -> None:
         if header.is_control:
-            continue
+            return
         for record in records:
             if record.key is None:
                 continue
             try:
                 key = decode_txn_key(record.key)
-                yield key.transactional_id, None if record.value is None else decode_txn_value(record.value)
+                self.transits.append(
+                    (key.transactional_id, None if record.value is None else decode_txn_value(record.value)))
             except (TxnRecordError, ValueError) as exc:
                 log.warning("skipping a %s record: %s", TRANSACTION_STATE_TOPIC, exc)
+
+    def complete(self, now_ms: int) -> None:
+        for txn_id, value in self.transits:
+            self.coordinator.load(None if value is None else transit_from_value(txn_id, value), txn_id)

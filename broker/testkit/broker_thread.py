@@ -220,7 +220,8 @@ class BrokerThread:
         """{group: {"type", "state", "generation", "protocol", "leader", "members": [...],
         "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
         started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
-        members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
+        members with "member_epoch", "state", "protocol" (the one they speak: "consumer", or "classic" after an
+        online upgrade), "assigned", "revoking" and "target" partitions ("topic-p")."""
         from broker.observability import introspect
 
         return self.call(introspect.groups)
@@ -430,16 +431,22 @@ _CONSOLE = re.compile(r"console (http://[^\s,)]+)")
 
 
 class BrokerProcess:
-    """`python -m broker` in a child process: for SIGKILL and restart tests. Started with
+    """`python -m broker` in a child process: for SIGKILL, SIGSTOP and restart tests. Started with
     `--admin-listen`, its fault rules and introspection are reachable as on a BrokerThread (over HTTP)."""
 
-    def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0) -> None:
+    def __init__(self, data_dir: Path | str, *extra_args: str, port: int = 0, host: str = "127.0.0.1",
+                 command_prefix: tuple[str, ...] = ()) -> None:
         """`extra_args`: more options of `python -m broker` ("--fsync", "grouped", "--admin-listen",
-        "127.0.0.1:0", ...); `port`: 0 for a free one."""
+        "127.0.0.1:0", ...); `port`: 0 for a free one; `host`: the address it listens on (and advertises);
+        `command_prefix`: what runs the command (`nsenter --net=...` to start it in a network namespace), a
+        program that execs it, so that the process started is the broker's."""
         self.data_dir = Path(data_dir)
         self.extra_args = list(extra_args)
         self.port = port
+        self.host = host
+        self.command_prefix = tuple(command_prefix)
         self.proc: subprocess.Popen[str] | None = None
+        self.paused = False
         self.log_lines: list[str] = []
         self.admin_url: str | None = None
         self.schema_registry_url: str | None = None  # started with --schema-registry
@@ -447,14 +454,20 @@ class BrokerProcess:
 
     @property
     def bootstrap(self) -> str:
-        """"127.0.0.1:PORT" (the port is known once started, and kept across restarts)."""
-        return f"127.0.0.1:{self.port}"
+        """"HOST:PORT" (the port is known once started, and kept across restarts)."""
+        return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         """Start `python -m broker` and return once it prints that it is ready."""
-        cmd = [sys.executable, "-m", "broker", "--listen", f"127.0.0.1:{self.port}",
+        from broker.testkit.zookeeper import die_with_parent
+
+        cmd = [*self.command_prefix, sys.executable, "-m", "broker", "--listen", f"{self.host}:{self.port}",
                "--data-dir", str(self.data_dir), *self.extra_args]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        # Started from the main thread, it dies with the test run (a run killed by a timeout leaves no broker).
+        self.proc = subprocess.Popen(
+            cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+            preexec_fn=die_with_parent if threading.current_thread() is threading.main_thread() else None)
+        self.paused = False
         ready = threading.Event()
 
         def pump() -> None:
@@ -483,11 +496,26 @@ class BrokerProcess:
         if self.proc is not None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(30)
+            self.paused = False
+
+    def pause(self) -> None:
+        """SIGSTOP: the broker freezes (a long GC pause, a stalled VM) with its connections open; resume()."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        """SIGCONT: it runs on from where it was, unaware of the time that passed."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.paused = False
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM (a clean shutdown), and wait; returns the exit status."""
         if self.proc is None:
             return 0
+        if self.paused:
+            self.resume()
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)
 

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from broker.testkit.broker_thread import BrokerProcess
 from broker.testkit.wire import WireClient
@@ -36,6 +36,15 @@ ALTER_PARTITION_REASSIGNMENTS = 45
 LIST_PARTITION_REASSIGNMENTS = 46
 
 
+class Placement(Protocol):
+    """Where a cluster's processes run ("zookeeper", "broker-1", ...): the address each serves on and the
+    command prefix that starts it there. tests/chaos/netns.py puts each in a network namespace of its own."""
+
+    def host(self, name: str) -> str: ...
+
+    def command_prefix(self, name: str) -> tuple[str, ...]: ...
+
+
 class MinibrokerCluster:
     """A ZooKeeper-mode cluster for tests: N brokers (ids 1..N) as child processes on one ZooKeeper, each in a
     chroot of the cluster's own; the `minibroker_cluster` fixture's handle. Use it as a context manager, or
@@ -43,13 +52,15 @@ class MinibrokerCluster:
 
     def __init__(self, data_dir: Path | str, brokers: int = 3, *, zookeeper: str | None = None,
                  extra_args: tuple[str, ...] = (), first_id: int = 1, first_port: int = 0,
-                 chroot: str | None = None, schema_registry: bool = False, console: bool = False) -> None:
+                 chroot: str | None = None, schema_registry: bool = False, console: bool = False,
+                 placement: Placement | None = None) -> None:
         """`zookeeper`: HOST:PORT of a running ZooKeeper (a chroot of this cluster's own is used under it);
         None starts one (its data under `data_dir`; broker.testkit.zookeeper finds or fetches it, and raises
         ZooKeeperUnavailable with what to install when it cannot). `extra_args` go to every broker (e.g.
         "--override", "min.insync.replicas=2"). `first_port`: brokers on first_port, first_port + 1, ... (0: free
         ports). `schema_registry`: every broker serves a schema registry (`schema_registry_urls`); `console`: every
-        broker serves the web console (`console_urls`), each showing the whole cluster."""
+        broker serves the web console (`console_urls`), each showing the whole cluster. `placement`: where
+        ZooKeeper (when started here) and each broker run; all on 127.0.0.1 without one."""
         self.data_dir = Path(data_dir)
         self.broker_ids = list(range(first_id, first_id + brokers))
         self.extra_args = tuple(extra_args) + (("--schema-registry", "127.0.0.1:0") if schema_registry else ()) + \
@@ -59,6 +70,7 @@ class MinibrokerCluster:
         self._zk_server: Any = None
         self.chroot = chroot or f"/minibroker-{uuid.uuid4().hex[:8]}"
         self.brokers: dict[int, BrokerProcess] = {}
+        self.placement = placement
 
     # -- life -------------------------------------------------------------------------------------------------
     @property
@@ -73,15 +85,29 @@ class MinibrokerCluster:
         if self._zk_address is None:
             from broker.testkit.zookeeper import ZooKeeperServer
 
-            self._zk_server = ZooKeeperServer(self.data_dir / "zookeeper").start()
+            self._zk_server = ZooKeeperServer(self.data_dir / "zookeeper", host=self._host("zookeeper"),
+                                              command_prefix=self._prefix("zookeeper")).start()
             self._zk_address = self._zk_server.address
         for i, broker_id in enumerate(self.broker_ids):
+            host = self._host(f"broker-{broker_id}")
             self.brokers[broker_id] = BrokerProcess(
                 self.data_dir / f"broker-{broker_id}", "--broker-id", str(broker_id), "--zookeeper", self.zookeeper,
-                "--admin-listen", "127.0.0.1:0", *self.extra_args, port=self.first_port + i if self.first_port else 0)
+                "--admin-listen", f"{host}:0", *self.extra_args, port=self.first_port + i if self.first_port else 0,
+                host=host, command_prefix=self._prefix(f"broker-{broker_id}"))
             self.brokers[broker_id].start(timeout)
         self.wait_brokers(self.broker_ids, timeout)
         return self
+
+    def _host(self, name: str) -> str:
+        return self.placement.host(name) if self.placement is not None else "127.0.0.1"
+
+    def _prefix(self, name: str) -> tuple[str, ...]:
+        return self.placement.command_prefix(name) if self.placement is not None else ()
+
+    @property
+    def zookeeper_server(self) -> Any:
+        """The ZooKeeperServer this cluster started (None when given one): to pause() or stop() it."""
+        return self._zk_server
 
     def stop(self) -> None:
         """Stop every running broker (SIGTERM, SIGKILL if one will not stop) and the ZooKeeper it started."""
@@ -133,6 +159,14 @@ class MinibrokerCluster:
         """SIGKILL: the broker dies without a word; the controller notices when its ZooKeeper session ends."""
         self.brokers[broker_id].kill()
 
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP: the broker freezes with its connections open, its ZooKeeper session running out."""
+        self.brokers[broker_id].pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        """SIGCONT: the paused broker runs on, unaware of what changed meanwhile."""
+        self.brokers[broker_id].resume()
+
     def start_broker(self, broker_id: int, timeout: float = 60.0) -> None:
         """Start it again, on the same port and data dir; returns once the cluster sees it."""
         self.brokers[broker_id].start(timeout)
@@ -153,10 +187,11 @@ class MinibrokerCluster:
         return session["session_id"]
 
     # -- what the cluster says --------------------------------------------------------------------------------
-    def metadata(self, topics: list[str] | None = None) -> Any:
-        """A Metadata (v12) answer from a running broker."""
+    def metadata(self, topics: list[str] | None = None, brokers: list[int] | None = None) -> Any:
+        """A Metadata (v12) answer from a running broker (not a paused one; of `brokers`, when given)."""
         last: Exception | None = None
-        for broker in [b for b in self.brokers.values() if b.running]:
+        for broker in [b for i, b in self.brokers.items()
+                       if b.running and not b.paused and (brokers is None or i in brokers)]:
             try:
                 with WireClient(broker.bootstrap, timeout=10, client_id="minibroker-cluster") as client:
                     return client.request(METADATA, 12, {

@@ -133,10 +133,10 @@ def die_with_parent() -> None:
         pass
 
 
-def _ruok(port: int) -> bool:
+def _ruok(port: int, host: str = "127.0.0.1") -> bool:
     """ZooKeeper answers 'srvr' (whitelisted by default) once it serves clients."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+        with socket.create_connection((host, port), timeout=1) as s:
             s.sendall(b"srvr")
             return b"Zookeeper version" in s.recv(4096)
     except OSError:
@@ -159,12 +159,17 @@ def expire_session(hosts: str, session_id: int, password: bytes, timeout: float 
 
 
 class ZooKeeperServer:
-    """Start/stop/restart one standalone server; `address` is "127.0.0.1:PORT"."""
+    """Start/stop/restart one standalone server; `address` is "HOST:PORT" (127.0.0.1 unless told)."""
 
-    def __init__(self, directory: Path | None = None, port: int = 0) -> None:
+    def __init__(self, directory: Path | None = None, port: int = 0, *, host: str = "127.0.0.1",
+                 command_prefix: tuple[str, ...] = ()) -> None:
         """`directory`: where it keeps its data (a temporary one, removed by cleanup(), when None); `port`: a
-        free one when 0. Raises ZooKeeperUnavailable when ZooKeeper cannot be run here (see find())."""
+        free one when 0; `host`: the address it serves on; `command_prefix`: what runs the JVM (`nsenter
+        --net=...` for a network namespace), a program that execs it. Raises ZooKeeperUnavailable when
+        ZooKeeper cannot be run here (see find())."""
         self.install = find()
+        self.host = host
+        self.command_prefix = tuple(command_prefix)
         self._temporary = directory is None
         self.dir = Path(tempfile.mkdtemp(prefix="minibroker-zk-")) if directory is None else Path(directory)
         self.port = port or _free_port()
@@ -172,28 +177,28 @@ class ZooKeeperServer:
         (self.dir / "data").mkdir(parents=True, exist_ok=True)
         (self.dir / "zoo.cfg").write_text(
             f"tickTime=2000\ndataDir={self.dir / 'data'}\nclientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n"
+            f"clientPortAddress={host}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n"
             "maxSessionTimeout=60000\n")
         # ZooKeeper 3.8 logs through logback; without a configuration of its own it would log at DEBUG.
         (self.dir / "logback.xml").write_text(_LOGBACK)
 
     @property
     def address(self) -> str:
-        """"127.0.0.1:PORT", what clients and brokers take as zookeeper.connect (add a chroot)."""
-        return f"127.0.0.1:{self.port}"
+        """"HOST:PORT", what clients and brokers take as zookeeper.connect (add a chroot)."""
+        return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         """Start the server and return once it serves clients; its log is `zookeeper.log` in its directory."""
         log = open(self.dir / "zookeeper.log", "ab")  # noqa: SIM115 - owned by the child process
         self.proc = subprocess.Popen(
-            [self.install.java, "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.dir),
+            [*self.command_prefix, self.install.java, "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.dir),
              "-Dlogback.configurationFile=" + str(self.dir / "logback.xml"), "-cp", self.install.classpath,
              "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.dir / "zoo.cfg")],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=die_with_parent if threading.current_thread() is threading.main_thread() else None)
         log.close()
         deadline = time.monotonic() + timeout
-        while not _ruok(self.port):
+        while not _ruok(self.port, self.host):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ZooKeeper ({self.install.origin}: {self.install.classpath[:200]}) exited: "
                                    f"{(self.dir / 'zookeeper.log').read_text()[-2000:]}")
@@ -203,11 +208,22 @@ class ZooKeeperServer:
             time.sleep(0.1)
         return self
 
+    def pause(self) -> None:
+        """SIGSTOP: the server freezes with its connections open (its clients' sessions run out meanwhile)."""
+        if self.proc is not None:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after pause()."""
+        if self.proc is not None:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         """Stop it (SIGTERM, then SIGKILL after 20 s); its data stays for a start() again."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGCONT)  # a paused server could not act on SIGTERM
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(20)

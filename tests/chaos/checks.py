@@ -48,9 +48,11 @@ class Findings:
 
 
 def check(ledger: ChaosLedger, input_log: list[Record], output_view: list[Record], transform_offsets: dict[int, int],
-          group_offsets: dict[int, int]) -> Findings:
+          group_offsets: dict[int, int], found: Findings | None = None) -> Findings:
     """`input_log`: the input topic read_uncommitted; `output_view`: the output topic read_committed;
-    `*_offsets`: the groups' committed offsets now (partition -> offset, -1 for none)."""
+    `*_offsets`: the groups' committed offsets now (partition -> offset, -1 for none); each read after
+    `ledger` was taken (ChaosLedger.snapshot() while the clients run). `found`: findings to add to (the
+    checks after each round add to one)."""
     with ledger.lock:
         acked = dict(ledger.acked)
         txns = {n: (t.outcome, list(t.outputs), dict(t.offsets)) for n, t in ledger.txns.items()}
@@ -59,7 +61,7 @@ def check(ledger: ChaosLedger, input_log: list[Record], output_view: list[Record
         group_commits = dict(ledger.group_commits)
         backwards = list(ledger.backwards)
         fatal = list(ledger.fatal)
-    f = Findings()
+    f = Findings() if found is None else found
     _check_input(f, acked, input_log)
     _check_output(f, txns, input_log, output_view, transform_offsets)
     _check_reader(f, txns, output_view, seen, reader_errors)

@@ -14,6 +14,7 @@ ledger of what they were told:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -32,6 +33,7 @@ PARTITIONS = 3
 CTP_GROUP, PLAIN_GROUP = "chaos-transform", "chaos-group"
 TRANSACTIONAL_ID = "chaos-transform"
 ABORT_EVERY = 5
+BATCH = 500  # input records transformed in one transaction, at most (a backlog left by a nemesis drains fast)
 # librdkafka's own log lines (connection refused while a broker is down, ...) would drown the report;
 # what matters reaches the clients as errors and is recorded.
 QUIET = {"log_level": 2, "reconnect.backoff.max.ms": 200}
@@ -69,6 +71,17 @@ class ChaosLedger(Ledger):
     offsets_read: int = 0  # answers the offset monitor had
     producers_replaced: int = 0
 
+    def snapshot(self) -> ChaosLedger:
+        """A copy of what the clients had been told up to now, for a check while they go on."""
+        with self.lock:
+            return ChaosLedger(
+                acked=dict(self.acked), group_commits=dict(self.group_commits), fatal=list(self.fatal),
+                consumed=self.consumed, sent=dict(self.sent), ack_log=list(self.ack_log),
+                txns={n: dataclasses.replace(t, outputs=list(t.outputs), offsets=dict(t.offsets))
+                      for n, t in self.txns.items()},
+                seen=list(self.seen), reader_errors=list(self.reader_errors), backwards=list(self.backwards),
+                offsets_read=self.offsets_read, producers_replaced=self.producers_replaced)
+
     def progress(self) -> tuple[int, int, int]:
         """(acknowledged messages, committed transactions, messages consumed by the group)."""
         with self.lock:
@@ -77,6 +90,12 @@ class ChaosLedger(Ledger):
     def caught_up(self) -> bool:
         """Every acknowledged input record transformed in a committed transaction and consumed by the group
         (their committed offsets at the input's end), every committed output shown to the reader."""
+        return self.lag()["behind"] == 0
+
+    def lag(self) -> dict[str, Any]:
+        """How far the consumers are from caught_up(): per input partition its end, the transform loop's and
+        the group's committed offsets; the committed outputs not yet shown to the reader; the loop's last
+        transaction. "behind": how many of these are short."""
         with self.lock:
             ends: dict[int, int] = {}
             for partition, offset in self.acked.values():
@@ -88,8 +107,14 @@ class ChaosLedger(Ledger):
                     outputs += len(txn.outputs)
                     for partition, offset in txn.offsets.items():
                         transformed[partition] = max(transformed.get(partition, 0), offset)
-            return all(transformed.get(p, 0) >= end and self.group_commits.get(p, 0) >= end
-                       for p, end in ends.items()) and len({(p, o) for p, o, _ in self.seen}) >= outputs
+            shown = len({(p, o) for p, o, _ in self.seen})
+            last = max(self.txns.values(), key=lambda t: t.number, default=None)
+            behind = sum(transformed.get(p, 0) < end for p, end in ends.items()) + \
+                sum(self.group_commits.get(p, 0) < end for p, end in ends.items()) + (shown < outputs)
+            return {"behind": behind, "ends": ends, "transformed": transformed, "group": dict(self.group_commits),
+                    "outputs": outputs, "shown": shown, "reader_errors": self.reader_errors[-3:],
+                    "last_txn": None if last is None else (last.number, last.outcome, last.begun, last.ended),
+                    "now": time.monotonic(), "producers_replaced": self.producers_replaced}
 
     def first_acks_since(self, t0: float) -> dict[int, float]:
         """Per input partition, the earliest acknowledgement of a message handed over at t0 or later."""
@@ -273,7 +298,13 @@ def transform_loop(bootstrap: str, ledger: ChaosLedger, stop: threading.Event) -
     producer = _transactional_producer(bootstrap, stop)
     number = 0
     while producer is not None and not stop.is_set():
-        messages = [m for m in consumer.consume(200, 0.5) if not m.error()]
+        if ledger.txn_pause.is_set():  # a check reads the output topic: hold still between transactions
+            ledger.txn_paused.set()
+            while ledger.txn_pause.is_set() and not stop.is_set():
+                time.sleep(0.01)
+            ledger.txn_paused.clear()
+            continue
+        messages = [m for m in consumer.consume(BATCH, 0.5) if not m.error()]
         if rebalanced.is_set():
             # A batch that straddles a rebalance is dropped: after it the positions are the committed offsets.
             rebalanced.clear()

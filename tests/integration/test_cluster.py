@@ -269,11 +269,13 @@ def test_a_transaction_completes_when_its_coordinator_dies_before_the_markers(mi
     coordinator = _coordinator_of(cluster, txn_id, key_type=1)
     for broker_id in (1, 2, 3):  # markers wait 30 s on every broker: the coordinator dies first
         cluster.broker(broker_id).inject("delay", api="WRITE_TXN_MARKERS", delay_ms=30_000, count=None)
+    # The commit's EndTxn is run and its answer lost: the client's answer comes from a retry (to the dying
+    # coordinator, CONCURRENT_TRANSACTIONS; to its successor, once the commit is complete, success).
+    cluster.broker(coordinator).inject("drop_response", api="END_TXN")
     producer.begin_transaction()
     for p in range(3):
         producer.produce(topic_name, b"p%d" % p, partition=p)
-    done = threading.Event()
-    threading.Thread(target=lambda: (producer.commit_transaction(60), done.set()), daemon=True).start()
+    committing = _in_thread(lambda: producer.commit_transaction(60))
     cluster.wait_until(lambda: cluster.broker(coordinator).transactions().get(txn_id, {}).get("state")
                        == "PrepareCommit" or None, 30, "PrepareCommit")
     cluster.kill_broker(coordinator)
@@ -287,6 +289,34 @@ def test_a_transaction_completes_when_its_coordinator_dies_before_the_markers(mi
     finally:
         reader.close()
     assert sorted(v for _, _, v in got) == [b"p0", b"p1", b"p2"]
+    # The client learns it too: its EndTxn, retried at the successor, is answered CONCURRENT_TRANSACTIONS while
+    # the markers are written, then success once the commit is complete (as Kafka answers a retried commit).
+    committing.join(90)
+    assert committing.outcome == ("done", None), committing.outcome
+    producer.begin_transaction()  # and the producer goes on
+    producer.produce(topic_name, b"next", partition=0)
+    producer.commit_transaction(60)
+
+
+class _Call(threading.Thread):
+    """A blocking call in a thread of its own: `outcome` is ("done", result) or ("failed", the exception)."""
+
+    def __init__(self, call: Any) -> None:
+        super().__init__(daemon=True)
+        self.call = call
+        self.outcome: tuple[str, Any] = ("running", None)
+
+    def run(self) -> None:
+        try:
+            self.outcome = ("done", self.call())
+        except Exception as exc:  # the test asserts on it
+            self.outcome = ("failed", exc)
+
+
+def _in_thread(call: Any) -> _Call:
+    thread = _Call(call)
+    thread.start()
+    return thread
 
 
 def test_acks_all_needs_min_insync_replicas(minibroker_cluster, topic_name):
@@ -321,6 +351,24 @@ def test_controlled_shutdown_moves_leaderships_first(minibroker_cluster, topic_n
     assert cluster.stop_broker(victim) == 0
     # The leaderships moved before the broker went: no partition was left without a leader.
     assert all(cluster.leader(topic_name, p) not in (-1, victim) for p in range(6))
+
+
+def test_an_orderly_shutdown_logs_no_error(minibroker_cluster, topic_name):
+    """The whole cluster stopped, the controller first (as `make cluster`'s Ctrl-C and the fixture do): the
+    others lose their controller and each other while they stop, and say so without an ERROR or a traceback."""
+    cluster = minibroker_cluster
+    cluster.create_topic(topic_name, partitions=6, replication_factor=3)
+    for p in range(6):
+        cluster.wait_isr(topic_name, p, 3)
+    _produce(cluster.bootstrap, topic_name, [(p, b"before the stop") for p in range(6)])
+    controller = cluster.controller_id()
+    order = [controller] + [b for b in (1, 2, 3) if b != controller]
+    for broker_id in order:
+        assert cluster.stop_broker(broker_id) == 0
+    for broker_id in order:
+        lines = cluster.broker(broker_id).log_lines
+        bad = [line for line in lines if " ERROR " in line or "Traceback" in line]
+        assert not bad, f"broker {broker_id}:\n" + "".join(lines[-40:])
 
 
 def test_admin_operations_from_any_client(minibroker_cluster, topic_name):

@@ -30,12 +30,15 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 UNKNOWN_TOPIC_OR_PARTITION = 3
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 TXN_ID = "txn-read-committed"
-# Data timestamps after the markers' (wall clock): timestamp lookups then land on data, not on markers.
-T0 = int(time.time() * 1000) + 600_000
+# Data timestamps after the markers' (wall clock): timestamp lookups then land on data, not on markers. Set
+# when each test starts (set at import, it fell behind the clock when a long run reached this module late).
+T0 = 0
 
 
 @pytest.fixture
 def minibroker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
+    global T0
+    T0 = int(time.time() * 1000) + 600_000
     with BrokerThread(tmp_path_factory.mktemp("minibroker"), transaction_partition_verification_enable=False) as b:
         yield b
 
@@ -190,7 +193,7 @@ def test_produce_and_marker_validation(minibroker_server, topic_name):
         # Markers go to internal topics too (transactional offset commits in __consumer_offsets).
 
         def on_offsets(state: Any) -> tuple[int, int]:
-            partition = state.groups.offsets_topic().partitions[0]
+            partition = state.groups.runtime.topic().partitions[0]
             return state.markers.append_marker(partition, pid, 1, 3, False, state.now_ms())
         assert broker.call(on_offsets) == (NONE, 0)
 

@@ -456,7 +456,7 @@ def _write_prepare_offline(data_dir, txn_id: str, commit: bool) -> None:
     config = BrokerConfig(listeners=[Listener("127.0.0.1", 0)], data_dir=data_dir)
     state = Broker(config, version_profile(config.kafka_version))
     try:
-        state.txns.load()  # replay __transaction_state, as TxnService.run does at startup
+        trio.run(state.txns.runtime.load_all)  # replay __transaction_state, as TxnService.run does at startup
         txn = state.txns.coordinator.describe(txn_id)
         assert txn is not None and txn.state is TxnState.ONGOING, txn
         outcome = state.txns.coordinator.end_txn(txn_id, txn.producer_id, txn.producer_epoch, commit,
@@ -465,7 +465,7 @@ def _write_prepare_offline(data_dir, txn_id: str, commit: bool) -> None:
         assert outcome.transit.state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT)
         trio.run(functools.partial(state.txns.write, outcome.transit, durable=False))
         assert txn.state is outcome.transit.state
-        state.txns.partition_of(txn_id).log.flush()
+        state.txns.runtime.partition_of(txn_id).log.flush()
     finally:
         # No producer snapshots (state.close() would save them): the next start finds what a crash leaves.
         for topic in state.topics:

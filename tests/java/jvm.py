@@ -49,8 +49,24 @@ def client_jars(release: str) -> list[Path]:
     return kafka_jars.fetch(release, CLIENT_ARTIFACTS)
 
 
-def sources() -> list[Path]:
-    return sorted(SOURCES.rglob("*.java"))
+# Sources that use what only newer clients have (share consumers and groups, streams groups, the group types and
+# member protocols of KIP-848): left out of an older client's build, and its checks with them
+# (minibroker.check.Main registers ShareChecks and MigrationChecks if they are there).
+NEWER_CLIENTS = {"minibroker/check/ShareChecks.java": "4.1", "minibroker/streams/StreamsGroupAdmin.java": "4.2",
+                 "minibroker/streams/WordCountCheck.java": "4.2", "minibroker/check/MigrationChecks.java": "4.0"}
+
+
+def sources(release: str | None = None) -> list[Path]:
+    """The Java sources to compile against `release`'s client (None: every source, for the newest)."""
+    def wanted(path: Path) -> bool:
+        since = NEWER_CLIENTS.get(path.relative_to(SOURCES).as_posix())
+        return release is None or since is None or _key(release) >= _key(since)
+
+    return sorted(p for p in SOURCES.rglob("*.java") if wanted(p))
+
+
+def _key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split(".")[:2])
 
 
 def build(release: str, files: list[Path], name: str = "checks", into: Path | None = None) -> Path:
@@ -127,7 +143,7 @@ def run_checks(release: str, bootstrap: str, selectors: list[str], timeout: floa
     """Runs minibroker.check.Main's checks named by `selectors` in one JVM; returns one result per check.
     `zookeeper_mode`: the broker plays a ZooKeeper-mode Kafka (a 3.x profile), which reports no features;
     `client_config`: settings every client gets (a secured listener's)."""
-    classes = build(release, sources())
+    classes = build(release, sources(release))
     mode = ["--zookeeper-mode"] if zookeeper_mode else []
     config = [arg for key, value in (client_config or {}).items() for arg in ("--client-config", f"{key}={value}")]
     proc = run(release, classes, "minibroker.check.Main", "--bootstrap", bootstrap, *mode, *config, *selectors,

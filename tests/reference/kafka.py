@@ -288,6 +288,18 @@ class KafkaCluster:
             os.killpg(node.proc.pid, signal.SIGKILL)
             node.proc.wait(30)
 
+    def pause_node(self, node_id: int) -> None:
+        """SIGSTOP: the node freezes (a long GC pause) with its connections open."""
+        node = self.nodes[node_id]
+        assert node.proc is not None
+        os.killpg(node.proc.pid, signal.SIGSTOP)
+
+    def resume_node(self, node_id: int) -> None:
+        """SIGCONT after pause_node()."""
+        node = self.nodes[node_id]
+        assert node.proc is not None
+        os.killpg(node.proc.pid, signal.SIGCONT)
+
     def start_node(self, node_id: int, timeout: float = 120.0) -> None:
         """Start a stopped or killed node again, on its data; wait until the cluster lists it."""
         node = self.nodes[node_id]

@@ -53,8 +53,10 @@ class KafkaReference:
     # -- admin conveniences (raw requests: no client library quirks in the way) ---------------------------
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
-        """Create and wait until every partition has a leader on every node's Metadata."""
-        with self.wire() as conn:
+        """Create (through the controller: a 3.x broker that is not answers NOT_CONTROLLER) and wait until every
+        partition has a leader on every node's Metadata."""
+        controller = self.metadata([])["controller_id"]
+        with self.wire(controller if controller in self.nodes else None) as conn:
             answer = conn.request(19, 5, {"topics": [{
                 "name": name, "num_partitions": partitions, "replication_factor": replication_factor,
                 "assignments": [], "configs": [{"name": k, "value": v} for k, v in (config or {}).items()]}],
@@ -144,6 +146,13 @@ class KafkaReference:
     def kill_node(self, node_id: int) -> None:
         self.broken = True
         self.cluster.kill_node(node_id)
+
+    def pause_node(self, node_id: int) -> None:
+        self.broken = True
+        self.cluster.pause_node(node_id)
+
+    def resume_node(self, node_id: int) -> None:
+        self.cluster.resume_node(node_id)
 
     def start_node(self, node_id: int) -> None:
         self.cluster.start_node(node_id)

@@ -193,27 +193,48 @@ def group_member(bootstrap: str, ledger: Ledger, stop: threading.Event, topic: s
 def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str,
                describe: Callable[[], str] | None = None) -> list[tuple[int, int, bytes]]:
     """Every record of the topic, (partition, offset, value), up to the end a fresh consumer sees in the
-    given isolation level (the high watermark, or the last stable offset for read_committed). `describe`:
-    what to say about the partitions when the end is not reached (their offsets, asked from `bootstrap`)."""
+    given isolation level (the high watermark, or the last stable offset for read_committed) when it starts:
+    producers may go on meanwhile (a partition written without a pause never shows its end otherwise).
+    `describe`: what to say about the partitions when the end is not reached."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-check", "enable.auto.commit": False,
                          "enable.partition.eof": True, "isolation.level": isolation})
+    deadline = time.monotonic() + 120
+    ends: dict[int, int] = {}
+    for p in range(partitions):  # ListOffsets in the consumer's isolation level
+        while p not in ends:
+            try:
+                ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     out = []
-    done: set[int] = set()
-    deadline = time.monotonic() + 120
+    done = {p for p, end in ends.items() if end <= 0}
+
+    def reached() -> set[int]:  # past the end: the position counts skipped control and aborted records too
+        return {tp.partition for tp in consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+                if tp.offset >= ends[tp.partition]}
+
     while len(done) < partitions and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is None:
+            done |= reached()
             continue
         if msg.error():
             if msg.error().code() == KafkaError._PARTITION_EOF:
                 done.add(msg.partition())
             continue
-        out.append((msg.partition(), msg.offset(), msg.value()))
+        if msg.offset() < ends[msg.partition()]:
+            out.append((msg.partition(), msg.offset(), msg.value()))
+        if msg.offset() + 1 >= ends[msg.partition()]:
+            done.add(msg.partition())
+    positions = {tp.partition: tp.offset for tp in consumer.position(
+        [TopicPartition(topic, p) for p in range(partitions)])}
     consumer.close()
     if len(done) < partitions:
-        raise AssertionError(f"could not read {topic} to its end ({isolation}): "
-                             f"{describe() if describe else _offsets(bootstrap, topic, partitions)}")
+        raise AssertionError(f"could not read {topic} to its end ({isolation}): at the end of {sorted(done)}, "
+                             f"positions {positions}, ends {ends}; {_offsets(bootstrap, topic, partitions)}"
+                             + (f"\n{describe()}" if describe else ""))
     return out
 
 

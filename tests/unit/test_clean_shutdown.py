@@ -27,7 +27,7 @@ def with_data(data_dir: Path) -> TopicManager:
     for i in range(PARTITIONS):
         plog = topics.partition("t", i).log
         for n in range(i + 1):
-            plog.append(build_batch([Record(0, 0, b"k", b"v%d" % n)], base_timestamp=T0), now_ms=T0)
+            plog.append_as_leader(build_batch([Record(0, 0, b"k", b"v%d" % n)], base_timestamp=T0), now_ms=T0)
     return topics
 
 
@@ -61,7 +61,8 @@ def test_a_crash_after_a_clean_restart_is_recovered(tmp_path, scanned):
     topics = with_data(tmp_path)
     topics.close()
     topics = started(tmp_path)
-    topics.partition("t", 0).log.append(build_batch([Record(0, 0, b"k", b"after")], base_timestamp=T0), now_ms=T0)
+    topics.partition("t", 0).log.append_as_leader(build_batch([Record(0, 0, b"k", b"after")], base_timestamp=T0),
+                                                  now_ms=T0)
     scanned.clear()
     topics = started(tmp_path)  # the first one crashed
     assert sorted(scanned) == [f"t-{i}" for i in range(PARTITIONS)]

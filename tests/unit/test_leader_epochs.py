@@ -81,9 +81,9 @@ def test_a_follower_appends_the_leaders_batches_unchanged(tmp_path: Path) -> Non
 def test_a_leader_stamps_its_epoch_and_starts_it_at_the_log_end(tmp_path: Path) -> None:
     plog = PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=NOW, track_epochs=True)
     plog.become_leader(0)
-    plog.append(build_batch([Record(0, 0, None, b"x")], base_timestamp=NOW), now_ms=NOW)
+    plog.append_as_leader(build_batch([Record(0, 0, None, b"x")], base_timestamp=NOW), now_ms=NOW)
     plog.become_leader(4)
-    plog.append(build_batch([Record(0, 0, None, b"y")], base_timestamp=NOW), now_ms=NOW)
+    plog.append_as_leader(build_batch([Record(0, 0, None, b"y")], base_timestamp=NOW), now_ms=NOW)
     stored = plog.read(0, 1 << 20)
     assert [parse_batch_header(stored[s:e]).partition_leader_epoch for _, s, e in iter_batches(stored)] == [0, 4]
     assert plog.epochs.entries == [(0, 0), (4, 1)]

@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
+from broker.log.checkpoints import LOG_START_OFFSET_CHECKPOINT
 from broker.log.config import LogConfig
-from broker.log.partition_log import (
-    LOG_START_OFFSET_CHECKPOINT,
-    OffsetOutOfRangeError,
-    PartitionLog,
-    RecordBatchTooLargeError,
-)
+from broker.log.partition_log import OffsetOutOfRangeError, PartitionLog, RecordBatchTooLargeError
 from protocol.records import (
     COMPRESSION_GZIP,
     LOG_APPEND_TIME,
@@ -68,7 +64,7 @@ def test_append_assigns_contiguous_offsets_rewriting_only_the_base_offset_and_ep
     sent = []
     for i in range(40):
         b = batch(count=1 + i % 4, ts=T0 + i)
-        result = log.append(b, now_ms=T0 + 1000)
+        result = log.append_as_leader(b, now_ms=T0 + 1000)
         assert result.base_offset == (sent[-1][1] + 1 if sent else 0)
         assert result.last_offset == result.base_offset + i % 4
         assert result.log_append_time == -1 and result.log_start_offset == 0
@@ -90,7 +86,7 @@ def test_segments_roll_at_segment_bytes_with_kafka_file_names(path):
     log = PartitionLog.open(path, small(segment_bytes=500), now_ms=T0)
     size = len(batch())
     for _ in range(20):
-        log.append(batch(), now_ms=T0)
+        log.append_as_leader(batch(), now_ms=T0)
     per_segment = 500 // size
     assert log.segment_base_offsets() == [i * per_segment * 3 for i in range(log.segment_count)]
     for base in log.segment_base_offsets():
@@ -102,34 +98,34 @@ def test_segments_roll_at_segment_bytes_with_kafka_file_names(path):
 
 def test_roll_by_segment_ms_uses_the_first_batch_timestamp_like_kafka(path):
     log = PartitionLog.open(path, small(segment_bytes=1 << 20, segment_ms=1000), now_ms=T0)
-    log.append(batch(ts=T0), now_ms=T0)
-    log.append(batch(ts=T0 + 1000), now_ms=T0 + 5000)  # 1000 ms after the first batch: not more than
+    log.append_as_leader(batch(ts=T0), now_ms=T0)
+    log.append_as_leader(batch(ts=T0 + 1000), now_ms=T0 + 5000)  # 1000 ms after the first batch: not more than
     assert log.segment_count == 1
-    log.append(batch(ts=T0 + 1001), now_ms=T0)  # the batch timestamps decide, not the clock
+    log.append_as_leader(batch(ts=T0 + 1001), now_ms=T0)  # the batch timestamps decide, not the clock
     assert log.segment_base_offsets() == [0, 6]
 
 
 def test_roll_by_segment_ms_falls_back_to_segment_age_without_timestamps(path):
     log = PartitionLog.open(path, small(segment_bytes=1 << 20, segment_ms=1000), now_ms=T0)
-    log.append(batch(ts=-1), now_ms=T0)
-    log.append(batch(ts=-1), now_ms=T0 + 1000)
+    log.append_as_leader(batch(ts=-1), now_ms=T0)
+    log.append_as_leader(batch(ts=-1), now_ms=T0 + 1000)
     assert log.segment_count == 1
-    log.append(batch(ts=-1), now_ms=T0 + 1001)
+    log.append_as_leader(batch(ts=-1), now_ms=T0 + 1001)
     assert log.segment_base_offsets() == [0, 6]
 
 
 def test_append_larger_than_a_segment_is_rejected(path):
     log = PartitionLog.open(path, small(segment_bytes=100), now_ms=T0)
     with pytest.raises(RecordBatchTooLargeError):
-        log.append(batch(), now_ms=T0)
+        log.append_as_leader(batch(), now_ms=T0)
     assert log.log_end_offset == 0 and log.size_bytes == 0
 
 
 def test_one_append_of_several_batches(path):
     log = PartitionLog.open(path, small(segment_bytes=1 << 20), now_ms=T0)
-    log.append(batch(count=2), now_ms=T0)
+    log.append_as_leader(batch(count=2), now_ms=T0)
     data = batch(count=3) + batch(count=1) + batch(count=2, compression=COMPRESSION_GZIP)
-    result = log.append(data, now_ms=T0)
+    result = log.append_as_leader(data, now_ms=T0)
     assert (result.base_offset, result.last_offset) == (2, 7)
     assert [base for base, _ in read_all(log)] == [0, 2, 5, 6]
     assert all(verify_crc(raw, 0, len(raw)) for _, raw in read_all(log))
@@ -138,7 +134,7 @@ def test_one_append_of_several_batches(path):
 def test_read_at_every_offset_returns_the_batch_holding_it(path):
     log = PartitionLog.open(path, small(segment_bytes=700, index_interval_bytes=100), now_ms=T0)
     for i in range(60):
-        log.append(batch(count=1 + i % 5, value=b"x" * (i % 7 * 10)), now_ms=T0)
+        log.append_as_leader(batch(count=1 + i % 5, value=b"x" * (i % 7 * 10)), now_ms=T0)
     segments = log.segment_base_offsets()
     for offset in range(log.log_end_offset):
         one = batches_of(log.read(offset, 1))
@@ -156,7 +152,7 @@ def test_read_at_every_offset_returns_the_batch_holding_it(path):
 def test_max_bytes_min_one_and_whole_batches(path):
     log = PartitionLog.open(path, small(segment_bytes=1 << 20), now_ms=T0)
     for _ in range(10):
-        log.append(batch(), now_ms=T0)
+        log.append_as_leader(batch(), now_ms=T0)
     size = len(batch())
     assert len(log.read(0, 1)) == size  # KIP-74: at least one whole batch
     assert log.read(0, size - 1, min_one=False) == b""
@@ -169,7 +165,7 @@ def test_max_bytes_min_one_and_whole_batches(path):
 def test_max_offset_excludes_the_batch_holding_it(path):
     log = PartitionLog.open(path, small(segment_bytes=1 << 20, index_interval_bytes=50), now_ms=T0)
     for _ in range(10):
-        log.append(batch(), now_ms=T0)  # batches at 0, 3, 6, ...
+        log.append_as_leader(batch(), now_ms=T0)  # batches at 0, 3, 6, ...
     assert [h.base_offset for h, _ in batches_of(log.read(0, 1 << 20, max_offset=9))] == [0, 3, 6]
     assert [h.base_offset for h, _ in batches_of(log.read(0, 1 << 20, max_offset=10))] == [0, 3, 6]
     assert [h.base_offset for h, _ in batches_of(log.read(4, 1 << 20, max_offset=12))] == [3, 6, 9]
@@ -183,7 +179,7 @@ def test_offsets_out_of_range(path):
     assert log.read(0, 100) == b""
     with pytest.raises(OffsetOutOfRangeError):
         log.read(1, 100)
-    log.append(batch(), now_ms=T0)
+    log.append_as_leader(batch(), now_ms=T0)
     with pytest.raises(OffsetOutOfRangeError):
         log.read(4, 100)
     with pytest.raises(OffsetOutOfRangeError):
@@ -200,7 +196,7 @@ def test_log_append_time_rewrites_timestamps_with_a_valid_crc(path, several):
     data = batch(count=3, ts=T0, compression=COMPRESSION_GZIP)
     if several:
         data += batch(count=2, ts=T0)
-    result = log.append(data, now_ms=T0 + 777)
+    result = log.append_as_leader(data, now_ms=T0 + 777)
     assert result.log_append_time == T0 + 777
     for base, raw in read_all(log):
         header = batches_of(raw)[0][0]
@@ -225,7 +221,7 @@ def shuffled_log(path: Path, **config) -> tuple[PartitionLog, list[tuple[int, in
     for round_ in range(3):
         for stamps in SHUFFLED:
             ts = [T0 + s + round_ * 1000 * (round_ != 1) for s in stamps]  # round 1 repeats round 0's
-            result = log.append(batch(deltas=[t - ts[0] for t in ts], ts=ts[0]), now_ms=T0)
+            result = log.append_as_leader(batch(deltas=[t - ts[0] for t in ts], ts=ts[0]), now_ms=T0)
             records += [(result.base_offset + i, t) for i, t in enumerate(ts)]
     return log, records
 
@@ -269,7 +265,7 @@ def expired_log(path: Path, **config) -> PartitionLog:
     """Five segments of two batches; segment i's records are stamped T0 + i * 1000."""
     log = PartitionLog.open(path, small(segment_bytes=2 * len(batch()), **config), now_ms=T0)
     for i in range(10):
-        log.append(batch(ts=T0 + i // 2 * 1000), now_ms=T0)
+        log.append_as_leader(batch(ts=T0 + i // 2 * 1000), now_ms=T0)
     assert log.segment_count == 5
     return log
 
@@ -293,7 +289,7 @@ def test_retention_rolls_an_expired_active_segment_first(path):
     assert (log.log_start_offset, log.log_end_offset, log.size_bytes) == (30, 30, 0)
     assert log.read(30, 100) == b""
     assert log.apply_retention(T0 + 200_000) == 0  # an empty active segment stays
-    assert log.append(batch(), now_ms=T0).base_offset == 30
+    assert log.append_as_leader(batch(), now_ms=T0).base_offset == 30
     log.close()
     log = PartitionLog.open(path, small(), now_ms=T0)
     assert (log.log_start_offset, log.log_end_offset) == (30, 33)
@@ -342,7 +338,7 @@ def test_truncate_to(path):
     assert log.log_end_offset == 12
     assert log.segment_base_offsets() == [0, 6, 12]
     assert read_all(log) == before[:4]
-    assert log.append(batch(), now_ms=T0).base_offset == 12
+    assert log.append_as_leader(batch(), now_ms=T0).base_offset == 12
     log.close()
     log = PartitionLog.open(path, small(segment_bytes=2 * len(batch())), now_ms=T0)
     assert [b for b, _ in read_all(log)] == [0, 3, 6, 9, 12]
@@ -368,7 +364,7 @@ def test_reopen_gives_identical_reads_and_index_files(path):
     config = small(segment_bytes=2000, index_interval_bytes=150)
     log = PartitionLog.open(path, config, now_ms=T0)
     for i in range(80):
-        log.append(batch(count=1 + i % 3, ts=T0 + (i * 37) % 101), now_ms=T0)
+        log.append_as_leader(batch(count=1 + i % 3, ts=T0 + (i * 37) % 101), now_ms=T0)
     reads = {o: log.read(o, 700) for o in range(log.log_end_offset)}
     log.close()
     files = {p.name: p.read_bytes() for p in path.iterdir()}
@@ -382,7 +378,7 @@ def test_flush_publishes_the_offset_it_made_durable(path):
     log = PartitionLog.open(path, small(), now_ms=T0)
     assert log.flushed_offset == 0
     for _ in range(5):
-        log.append(batch(), now_ms=T0)
+        log.append_as_leader(batch(), now_ms=T0)
     assert log.flushed_offset == 0
     log.flush()
     assert log.flushed_offset == 15 == log.log_end_offset
@@ -406,7 +402,7 @@ def test_flush_in_a_thread_while_appending(path):
     thread.start()
     try:
         for i in range(300):
-            log.append(batch(), now_ms=T0)
+            log.append_as_leader(batch(), now_ms=T0)
             if i % 50 == 49:
                 log.apply_retention(T0 + 10**13)
     finally:
@@ -420,8 +416,8 @@ def test_flush_in_a_thread_while_appending(path):
 
 def test_records_round_trip_through_the_log(path):
     log = PartitionLog.open(path, small(), now_ms=T0)
-    log.append(batch(count=2, ts=T0, deltas=[0, 5]), now_ms=T0)
-    log.append(batch(count=3, ts=T0 + 9, compression=COMPRESSION_GZIP), now_ms=T0)
+    log.append_as_leader(batch(count=2, ts=T0, deltas=[0, 5]), now_ms=T0)
+    log.append_as_leader(batch(count=3, ts=T0 + 9, compression=COMPRESSION_GZIP), now_ms=T0)
     raw = log.read(2, 1 << 20)
     (header, data), = batches_of(raw)
     records = decode_records(data)
@@ -431,6 +427,6 @@ def test_records_round_trip_through_the_log(path):
 
 def test_delete_removes_the_directory(path):
     log = PartitionLog.open(path, small(), now_ms=T0)
-    log.append(batch(), now_ms=T0)
+    log.append_as_leader(batch(), now_ms=T0)
     log.delete()
     assert not path.exists()

@@ -9,7 +9,8 @@ from pathlib import Path
 from broker.log.cleaner import CLEANER_DIR
 from broker.log.cleaning_plan import plan_cleaning
 from broker.log.config import LogConfig
-from broker.log.partition_log import SWAP_DIR, PartitionLog
+from broker.log.log_loader import SWAP_DIR
+from broker.log.partition_log import PartitionLog
 from broker.log.producer_state import ProducerStateManager
 from protocol.records import (
     COMPRESSION_GZIP,
@@ -46,13 +47,13 @@ class Log:
         records = [Record(i, i, k, v) for i, (k, v) in enumerate(pairs)]
         data = build_batch(records, base_timestamp=self.now, compression=compression, producer_id=pid,
                            producer_epoch=epoch, base_sequence=seq, is_transactional=txn)
-        result = self.log.append(data, now_ms=self.now)
+        result = self.log.append_as_leader(data, now_ms=self.now)
         self.producers.commit(pid, epoch, seq, len(pairs) - 1, result.base_offset, self.now, txn)
         return result.base_offset
 
     def end_txn(self, pid: int, commit: bool, epoch: int = 0) -> int:
         data = control_batch(commit, pid, epoch, 0, self.now)
-        offset = self.log.append(data, now_ms=self.now).base_offset
+        offset = self.log.append_as_leader(data, now_ms=self.now).base_offset
         self.producers.complete_txn(pid, epoch, commit, 0, offset, self.now)
         return offset
 

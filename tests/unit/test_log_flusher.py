@@ -133,7 +133,7 @@ def test_concurrent_producers_on_a_real_log(tmp_path: Path):
 
     async def producer(i: int) -> None:
         for _ in range(5):
-            result = log.append(build_batch([Record(0, 0, None, b"x" * 100)]), now_ms=T0)
+            result = log.append_as_leader(build_batch([Record(0, 0, None, b"x" * 100)]), now_ms=T0)
             await flusher.wait_durable(log, result.last_offset)
             assert log.flushed_offset > result.last_offset
             acked.append(result.last_offset)
@@ -184,7 +184,7 @@ def test_fast_fdatasyncs_run_inline_and_a_slow_one_sends_them_back_to_a_thread()
 
 
 def _append(log: PartitionLog) -> int:
-    return log.append(build_batch([Record(0, 0, None, b"x" * 100)]), now_ms=T0).last_offset
+    return log.append_as_leader(build_batch([Record(0, 0, None, b"x" * 100)]), now_ms=T0).last_offset
 
 
 def test_the_waiters_of_many_partitions_share_one_filesystem_sync(tmp_path: Path, monkeypatch):

@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from broker.log.checkpoints import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from broker.log.config import LogConfig
 from broker.log.index import OffsetIndex
-from broker.log.partition_log import (
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    PartitionLog,
-)
+from broker.log.partition_log import PartitionLog
 from protocol.records import Record, build_batch, iter_batches
 
 T0 = 1_700_000_000_000
@@ -30,7 +27,7 @@ def batch(i: int) -> bytes:
 
 def filled(path: Path, n: int = 40) -> tuple[PartitionLog, list[int]]:
     log = PartitionLog.open(path, CONFIG, now_ms=T0)
-    bases = [log.append(batch(i), now_ms=T0).base_offset for i in range(n)]
+    bases = [log.append_as_leader(batch(i), now_ms=T0).base_offset for i in range(n)]
     return log, bases
 
 
@@ -89,7 +86,7 @@ def test_garbage_after_the_last_batch_is_cut_with_a_warning(path, caplog, garbag
     assert f"truncating {len(garbage)} bytes" in caplog.text
     assert active.stat().st_size == size and log.log_end_offset == end
     assert snapshot(log) == reads
-    assert log.append(batch(0), now_ms=T0).base_offset == end
+    assert log.append_as_leader(batch(0), now_ms=T0).base_offset == end
 
 
 def test_a_corrupt_batch_in_the_active_segment_cuts_the_log_there(path):
@@ -155,7 +152,7 @@ def test_empty_last_segment_after_a_crash_during_roll(path):
     log = PartitionLog.open(path, CONFIG, now_ms=T0)
     assert log.log_end_offset == end and log.segment_base_offsets()[-1] == end
     assert snapshot(log) == reads
-    assert log.append(batch(0), now_ms=T0).base_offset == end
+    assert log.append_as_leader(batch(0), now_ms=T0).base_offset == end
     assert log.read(end, 100)
 
 
@@ -237,7 +234,7 @@ def test_after_a_clean_shutdown_nothing_is_scanned_and_appends_go_on_as_after_a_
     clean, twin = tmp_path / "t-0", tmp_path / "u-0"
     log = PartitionLog.open(clean, config, now_ms=T0)
     for i in range(40):
-        log.append(batch(i), now_ms=T0)
+        log.append_as_leader(batch(i), now_ms=T0)
     log.close()
     shutil.copytree(clean, twin)
     scanned.clear()
@@ -251,7 +248,7 @@ def test_after_a_clean_shutdown_nothing_is_scanned_and_appends_go_on_as_after_a_
     # rebuilds: further appends roll and index alike, and the files end up the same.
     for i in range(40, 90):
         for log in (loaded, recovered):
-            log.append(batch(i), now_ms=T0 + 1000)
+            log.append_as_leader(batch(i), now_ms=T0 + 1000)
     assert loaded.segment_base_offsets() == recovered.segment_base_offsets()
     loaded.close()
     recovered.close()
@@ -265,12 +262,12 @@ def test_after_a_clean_shutdown_segment_ms_counts_from_the_active_segments_first
         return build_batch([Record(0, 0, b"key", b"value")], base_timestamp=timestamp)
 
     log = PartitionLog.open(path, config, now_ms=T0)
-    log.append(at(T0), now_ms=T0)
+    log.append_as_leader(at(T0), now_ms=T0)
     log.close()
     log = PartitionLog.open(path, config, now_ms=T0 + 5000, clean_shutdown=True)
-    log.append(at(T0 + 500), now_ms=T0 + 5000)
+    log.append_as_leader(at(T0 + 500), now_ms=T0 + 5000)
     assert log.segment_count == 1  # 500 ms after the segment's first batch
-    log.append(at(T0 + 1500), now_ms=T0 + 5000)
+    log.append_as_leader(at(T0 + 1500), now_ms=T0 + 5000)
     assert log.segment_count == 2
 
 
@@ -294,7 +291,7 @@ def test_after_a_crash_the_active_segment_is_scanned_but_not_synced_until_the_fi
     log, _ = filled(path)
     log.flush()  # the closed segments are durable: only the active one is scanned after the crash
     for i in range(40, 45):
-        log.append(batch(i), now_ms=T0)
+        log.append_as_leader(batch(i), now_ms=T0)
     reads = snapshot(log)
     active = log.segment_base_offsets()[-1]
     synced: list[int] = []

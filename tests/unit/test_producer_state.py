@@ -371,14 +371,14 @@ def test_load_from_a_real_log_decodes_only_markers(tmp_path) -> None:
         pid = 10 + i % 3
         if i % 5 == 4:  # a marker: pids 10, 11, 12 in turn, commits and aborts alternating
             commit = bool(i % 2)
-            offset = plog.append(control_batch(commit, pid, 0, 1, 50 + i), now_ms=0).base_offset
+            offset = plog.append_as_leader(control_batch(commit, pid, 0, 1, 50 + i), now_ms=0).base_offset
             live.complete_txn(pid, 0, commit, 1, offset, 50 + i)
         else:
             seq = seqs.get(pid, 0)
             seqs[pid] = seq + 2
             data = build_batch([Record(0, 0, None, b"x"), Record(1, 0, None, b"y")], base_timestamp=i,
                                producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True)
-            offset = plog.append(data, now_ms=0).base_offset
+            offset = plog.append_as_leader(data, now_ms=0).base_offset
             live.commit(pid, 0, seq, 1, offset, i, is_transactional=True)
         if i == 17:
             save_producer_state(plog, live)  # a snapshot in the middle

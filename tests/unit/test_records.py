@@ -21,13 +21,16 @@ from protocol.records import (
     CONTROL_COMMIT,
     LOG_APPEND_TIME,
     CorruptRecordError,
+    DecompressionError,
     InvalidMagicError,
     Record,
     build_batch,
+    check_records,
     compress,
     control_batch,
     decode_records,
     decompress,
+    end_marker,
     iter_batches,
     parse_batch_header,
     parse_control_record,
@@ -152,8 +155,34 @@ def test_lz4_frames_have_independent_blocks():
 
 @pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
 def test_garbage_compressed_data_is_corrupt(codec):
-    with pytest.raises(CorruptRecordError):
+    with pytest.raises(DecompressionError):
         decompress(codec, b"\x82SNAPPY\x00garbage" if codec == COMPRESSION_SNAPPY else b"garbage!")
+    with pytest.raises(DecompressionError):  # a payload cut short
+        decompress(codec, compress(codec, bytes(range(256)) * 8)[:40])
+
+
+@pytest.mark.parametrize("codec", [COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD])
+def test_produce_checks_compressed_batches_as_kafka(codec):
+    """The produce path's check of a compressed batch (Kafka's answers: tests/reference/scenarios/produce.py):
+    a payload its codec refuses, records that do not fill it exactly; an uncompressed batch is not decoded."""
+    from broker.handlers.produce import compressed_batch_error
+    from protocol.header import ErrorCode
+    from protocol.records import BATCH_HEADER_SIZE, CRC_OFFSET, compute_crc
+
+    def with_payload(batch: bytes, payload: bytes) -> bytes:
+        buf = bytearray(batch[:BATCH_HEADER_SIZE] + payload)
+        struct.pack_into(">i", buf, 8, len(buf) - 12)
+        struct.pack_into(">I", buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
+        return bytes(buf)
+
+    good = build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, None, b"w")], compression=codec)
+    plain = build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, None, b"w")])
+    records = plain[BATCH_HEADER_SIZE:]
+    assert compressed_batch_error(good) == (ErrorCode.NONE, None)
+    assert compressed_batch_error(with_payload(good, records))[0] == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert compressed_batch_error(with_payload(good, compress(codec, records[:-2])))[0] == ErrorCode.INVALID_RECORD
+    assert compressed_batch_error(with_payload(good, compress(codec, records + b"\0")))[0] == ErrorCode.INVALID_RECORD
+    assert compressed_batch_error(plain) == (ErrorCode.NONE, None)
 
 
 def test_empty_records_batch_and_null_fields():
@@ -296,6 +325,30 @@ def test_control_batch_is_kafkas_end_transaction_marker(commit):
     assert marker.commit is commit and marker.offset == 30
 
 
+@pytest.mark.parametrize("codec", [COMPRESSION_NONE, COMPRESSION_GZIP])
+@pytest.mark.parametrize("commit", [True, False])
+def test_end_marker_reads_the_control_record_in_place(commit, codec):
+    kind = CONTROL_COMMIT if commit else CONTROL_ABORT
+    marker = [Record(0, 0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 77))]
+    batch = build_batch(marker, producer_id=3, producer_epoch=1, is_transactional=True, is_control=True,
+                        compression=codec)
+    assert end_marker(batch) == (kind, 77)
+    assert end_marker(b"\x00" * 5 + batch, 5) == (kind, 77)  # a batch inside a larger buffer
+    assert end_marker(control_batch(commit, 3, 1, 12, 5555)) == (kind, 12)
+
+
+def test_end_marker_of_other_control_batches():
+    leader_change = [Record(0, 0, struct.pack(">hh", 0, 2), b"\x00\x00")]  # Kafka's LEADER_CHANGE type
+    assert end_marker(build_batch(leader_change, is_control=True)) is None
+    emptied = build_batch([], producer_id=3, producer_epoch=1, is_transactional=True, is_control=True)
+    assert end_marker(emptied) is None  # the cleaner leaves an empty batch in place of a removed marker
+    no_epoch = [Record(0, 0, struct.pack(">hh", 0, CONTROL_COMMIT), b"\x00")]
+    assert end_marker(build_batch(no_epoch, is_control=True)) is None
+    cut = control_batch(True, 3, 1, 12, 5555)
+    with pytest.raises(CorruptRecordError):
+        end_marker(cut[:61] + b"\x7e" + cut[62:])  # a record length (63) past the batch
+
+
 def test_decode_records_rejects_inconsistent_batches():
     batch = build_batch([Record(0, 0, b"k", b"v"), Record(1, 0, b"k", b"v")])
     with pytest.raises(CorruptRecordError):
@@ -304,3 +357,42 @@ def test_decode_records_rejects_inconsistent_batches():
         decode_records(patched(batch, ">i", 57, 1))
     with pytest.raises(CorruptRecordError, match="truncated"):
         decode_records(batch[:-1])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=200)), st.one_of(st.none(), st.binary(max_size=300)),
+                          st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))),
+                                   max_size=2)), min_size=1, max_size=5),
+       st.sampled_from([COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_LZ4]),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=3), st.integers(-2, 2))
+def test_check_records_accepts_what_decode_records_accepts(rows, codec, flips, count_change):
+    """The produce path's walk over a batch's records (check_records) refuses exactly what decode_records
+    refuses, on well-formed batches and on their records section damaged (bytes changed, a record count that
+    lies)."""
+    import struct as _struct
+
+    from protocol.records import BATCH_HEADER_SIZE, CRC_OFFSET, compute_crc
+
+    batch = bytearray(build_batch([Record(i, i, k, v, h) for i, (k, v, h) in enumerate(rows)]))
+    section = bytearray(batch[BATCH_HEADER_SIZE:])
+    for at, value in flips:
+        if section:
+            section[at % len(section)] = value
+    count = max(0, len(rows) + count_change)
+    payload = compress(codec, bytes(section))
+    out = bytearray(batch[:BATCH_HEADER_SIZE] + payload)
+    _struct.pack_into(">hi", out, 21, codec, count - 1 if count else 0)
+    _struct.pack_into(">i", out, 57, count)
+    _struct.pack_into(">i", out, 8, len(out) - 12)
+    _struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out, 0, len(out)))
+    try:
+        decode_records(bytes(out))
+        decoded = None
+    except CorruptRecordError as exc:
+        decoded = type(exc)
+    try:
+        check_records(bytes(out))
+        checked = None
+    except CorruptRecordError as exc:
+        checked = type(exc)
+    assert checked == decoded

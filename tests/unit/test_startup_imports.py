@@ -42,6 +42,7 @@ with tempfile.TemporaryDirectory() as data_dir:
 # Loaded later, never for the first answer.
 NOT_AT_STARTUP = (
     "coordinator",
+    "broker.services.coordinator_runtime",
     "broker.services.groups",
     "broker.services.transactions",
     "broker.services.share_partitions",
@@ -53,6 +54,7 @@ NOT_AT_STARTUP = (
     "broker.security.tls",
     "broker.security.sasl",
     "broker.security.authenticator",
+    "broker.log.append",
     "broker.log.partition_log",
     "broker.log.segment",
     "broker.log.cleaner",

@@ -38,7 +38,7 @@ class BrokerParts(Protocol):
     node_id: int
     topics: Any  # broker.services.topics.TopicManager
     durability: Any  # broker.services.durability.Durability
-    appends: Any  # broker.services.appends.AppendSignal
+    appender: Any  # broker.log.append.Appender
     clock: Any
     cluster: ClusterView
     zk_cluster: ZkCluster | None  # None on a single broker
@@ -143,20 +143,17 @@ class SchemasTopic:
     async def append(self, partition: Partition, records: list[tuple[bytes, bytes | None]]) -> int:
         """Append `records` as the leader and wait until every in-sync replica has them (acks=all); returns the
         offset after the last. The registry's one write to the log (NotReady if it failed)."""
+        from broker.log.append import AppendOrigin
         from protocol.records import Record, build_batch
 
         now = self.broker.clock.now_ms()
         batch = build_batch([Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
                             base_timestamp=now)
-        try:
-            result = partition.log.append(batch, now_ms=now)
-        except OSError as exc:
-            raise NotReady(f"append to {SCHEMAS_TOPIC} failed: {exc}") from None
-        durability = self.broker.durability
-        durability.appended(partition)
-        self.broker.appends.notify()
-        last = result.last_offset
-        error = await durability.wait(partition, last)
+        appended = self.broker.appender.append(partition, batch, AppendOrigin.COORDINATOR, now)
+        if appended.error:
+            raise NotReady(f"append to {SCHEMAS_TOPIC} failed: {appended.error.name}: {appended.message}")
+        last = appended.last_offset
+        error = await self.broker.durability.wait(partition, last)
         if error != ErrorCode.NONE:
             raise NotReady(f"append to {SCHEMAS_TOPIC} not acknowledged: {error.name}")
         return last + 1

@@ -169,3 +169,25 @@ def alter_broker_configs(s: Session) -> None:
     _alter(s, "delete cluster default", BROKER, "", [("log.retention.ms", DELETE, None),
                                                      ("message.max.bytes", DELETE, None)])
     settled("back to static", "0", {"log.retention.ms": None, "message.max.bytes": "1048588"})
+
+
+# Broker settings that topic configs default from, set when the broker starts (STATIC_BROKER_CONFIG).
+BROKER_TOPIC_DEFAULTS = {"min.insync.replicas": "2", "unclean.leader.election.enable": "true",
+                         "log.retention.bytes": "1073741824", "log.segment.bytes": "536870912",
+                         "message.max.bytes": "2000000", "log.cleanup.policy": "compact"}
+
+
+@scenario(releases=("3.9", "4.4"), config=BROKER_TOPIC_DEFAULTS, fresh=True)
+def describe_topic_defaults_from_the_broker(s: Session) -> None:
+    """A topic without overrides on a broker started with topic-level defaults of its own: each is reported
+    with the broker's value and source (STATIC_BROKER_CONFIG, under a cluster-wide dynamic default once one is
+    set) and its synonyms; an override still comes first."""
+    keys = ["min.insync.replicas", "unclean.leader.election.enable", "retention.bytes", "segment.bytes",
+            "max.message.bytes", "cleanup.policy", "retention.ms"]
+    name = s.name("defaults")
+    create_topic(s, "create", name)
+    describe_configs(s, "the broker's defaults", TOPIC, name, keys)
+    _alter(s, "cluster-wide default", BROKER, "", [("min.insync.replicas", SET, "3")])
+    _settled(s, "under a dynamic default", TOPIC, name, keys, {"min.insync.replicas": "3"})
+    _alter(s, "override", TOPIC, name, [("min.insync.replicas", SET, "1")])
+    _settled(s, "with an override", TOPIC, name, keys, {"min.insync.replicas": "1"})

@@ -46,7 +46,6 @@ def produce_errors(s: Session) -> None:
     produce(s, "keyless record on a compacted topic", compacted, batch([b"v1", b"v2", b"v3"], [b"k", None, b"k"]))
     produce(s, "keyed records on a compacted topic", compacted, batch([b"v1"], [b"k"]))
     produce(s, "unknown codec 5", plain, _with_attributes(batch([b"codec"]), 5))
-    # (Own topic: minibroker does not decompress on the produce path and stores this batch: a documented difference.)
     create_topic(s, "create bad-gzip", s.name("bad-gzip"))
     produce(s, "gzip flag on plain bytes", s.name("bad-gzip"), _with_attributes(batch([b"not gzip"]),
                                                                                COMPRESSION_GZIP))
@@ -120,3 +119,43 @@ def produce_idempotent(s: Session) -> None:
     s.request("init with a wrong epoch", INIT_PRODUCER_ID, 4, {
         "transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": pid, "producer_epoch": 77})
     fetch(s, "stored", name, 0)
+
+
+def _with_payload(data: bytes, payload: bytes, records_count: int | None = None) -> bytes:
+    """The batch with another records section (its length, record count and CRC made consistent): a
+    well-formed batch around a payload that is not what it claims."""
+    from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, compute_crc
+
+    buf = bytearray(data[:BATCH_HEADER_SIZE] + payload)
+    struct.pack_into(">i", buf, 8, len(buf) - LOG_OVERHEAD)
+    if records_count is not None:
+        struct.pack_into(">i", buf, 23, records_count - 1)  # last offset delta
+        struct.pack_into(">i", buf, 57, records_count)
+    struct.pack_into(">I", buf, CRC_OFFSET, compute_crc(buf, 0, len(buf)))
+    return bytes(buf)
+
+
+@scenario(releases=("3.9", "4.4"))
+def produce_corrupt_compressed(s: Session) -> None:
+    """Batches of every codec whose payload is not what the batch claims, each refused and none stored: plain
+    bytes flagged as compressed, a compressed payload cut short, records cut short inside a valid compressed
+    payload, more records claimed than compressed, bytes left after the last record; good batches between."""
+    from protocol.records import BATCH_HEADER_SIZE, COMPRESSION_NAMES, compress
+
+    for codec in (1, 2, 3, 4):
+        name = COMPRESSION_NAMES[codec]
+        topic = s.name(f"bad-{name}")
+        create_topic(s, f"create {name}", topic)
+        good = batch([b"v1", b"v2"], [b"k1", b"k2"])
+        records = good[BATCH_HEADER_SIZE:]
+        flagged = _with_attributes(good, codec)
+        produce(s, f"{name}: good", topic, batch([b"g1", b"g2"], compression=codec))
+        produce(s, f"{name}: plain bytes flagged {name}", topic, flagged)
+        valid = compress(codec, records)
+        produce(s, f"{name}: payload cut short", topic, _with_payload(flagged, valid[:len(valid) // 2]))
+        produce(s, f"{name}: records cut short", topic, _with_payload(flagged, compress(codec, records[:-3])))
+        produce(s, f"{name}: more records claimed", topic, _with_payload(flagged, valid, records_count=3))
+        produce(s, f"{name}: bytes after the last record", topic,
+                _with_payload(flagged, compress(codec, records + b"\x00\x00"), records_count=2))
+        produce(s, f"{name}: good again", topic, batch([b"g3"], compression=codec))
+        fetch(s, f"{name}: what was stored", topic, 0)
