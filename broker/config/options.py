@@ -306,6 +306,8 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
 @dataclass(slots=True)
 class BrokerConfig:
+    """Every setting of one broker: the command line's options and the Kafka-named ones (OPTIONS)."""
+
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
     schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
     console: str | None = None  # HOST:PORT of the web console (broker/http/console); None: off

@@ -21,6 +21,8 @@ LATER = object()
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
+    """What a handler gets beside its request: the header, the broker, the listener and the client."""
+
     header: RequestHeader
     broker: Broker  # its topics, coordinators, config, authorizer, and the cluster as it sees it
     endpoint: Endpoint  # the listener the client connected to

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -27,9 +27,11 @@ from broker.observability.faults import FaultAction, error_response
 from broker.observability.instruments import Instruments
 from broker.server.dispatch import Api, lookup
 from broker.server.framing import FrameTooLarge, frame_response, frame_size, take_frame
-from broker.server.sasl_framing import Answer, Close, Fail, SaslFraming, Verdict
 from protocol.errors import DecodeError
 from protocol.header import ApiKey, ErrorCode, RequestHeader, parse_request_header, response_header_version
+
+if TYPE_CHECKING:  # loaded with the first SASL listener's connection, not at startup
+    from broker.server.sasl_framing import SaslFraming, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,7 @@ class Connection:
         self._sasl: SaslFraming | None = None  # on SASL listeners
         if security is not None and security.sasl is not None:
             from broker.security.authenticator import SaslAuthenticator
+            from broker.server.sasl_framing import SaslFraming
 
             self._sasl = SaslFraming(SaslAuthenticator(security.sasl), peer=self.peer, listener=security.name,
                                      versions=broker.versions, metrics=instruments.metrics,
@@ -335,6 +338,8 @@ class Connection:
 
     # -- SASL (broker.server.sasl_framing answers the frames; the connection sends, waits and closes) -------
     def _sasl_verdict(self, verdict: Verdict, nursery: trio.Nursery) -> bool:
+        from broker.server.sasl_framing import Answer, Close, Fail
+
         match verdict:
             case Answer(data):
                 self._respond(data)

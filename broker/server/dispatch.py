@@ -25,6 +25,8 @@ from protocol.header import ApiKey
 
 @dataclass(eq=False)
 class Api:
+    """One API of the dispatch table: its key, its version range and the module that answers it."""
+
     key: ApiKey
     min_version: int
     max_version: int

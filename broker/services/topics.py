@@ -71,6 +71,8 @@ def validate_topic_name(name: str | None) -> None:
 
 @dataclass(slots=True, eq=False)
 class Partition:
+    """One partition of a topic: its log and producer state where this broker holds a replica."""
+
     topic: str
     index: int
     log: PartitionLog | None  # None where this broker is not a replica
@@ -99,6 +101,8 @@ class Partition:
 
 @dataclass(slots=True)
 class Topic:
+    """A topic: its id, its partitions and its config overrides."""
+
     name: str
     topic_id: uuid.UUID
     partitions: list[Partition]
