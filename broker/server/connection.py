@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.app import Broker, Endpoint
-from broker.handlers.context import ANONYMOUS, LATER, RequestContext
+from broker.handlers.context import ANONYMOUS, LATER, AnswerThen, RequestContext
 from broker.observability.faults import FaultAction, error_response
 from broker.observability.instruments import Instruments
 from broker.server.dispatch import Api, lookup
@@ -419,38 +419,49 @@ class Connection:
         return None if topic is None else topic.name
 
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
+        if type(response) is AnswerThen:
+            response, then = response.response, response.then
+            try:
+                self._finish(slot, api, ctx, response)
+            finally:
+                try:
+                    then()
+                except Exception:
+                    log.exception("after answering %s v%d from %s", api.key.name, ctx.header.api_version, self.peer)
+            return
         if self.instruments.faults.active:
             self.instruments.faults.rewrite_response(api.key, response, self.broker.now_ms())
         version = ctx.header.api_version
+        elapsed = time.perf_counter() - slot.started
         tracer = self.instruments.tracer
         if tracer is not None:
             note = "connection closed (request failed)" if response is CloseConnection else \
                 "not sent: connection dropped (fault rule)" if slot.drop else None
             tracer.response(self.peer, self._trace_client(ctx.header), api.key.name, version,
                             ctx.header.correlation_id, None if response is CloseConnection else response,
-                            time.perf_counter() - slot.started, note)
+                            elapsed, note)
         if response is CloseConnection:
             self._answer(slot, None, close=True)
             return
-        try:
-            self.instruments.metrics.observe(api.key, version, slot.request, response,
-                                             time.perf_counter() - slot.started, self._topic_name)
-        except Exception:  # a metric is never worth a request
-            log.exception("metrics of %s v%d", api.key.name, version)
-        slot.request = None
+        request, slot.request = slot.request, None
         if response is None:
             self._answer(slot, None)
-            return
+        else:
+            try:
+                body = api.encode_response(version, response)
+                if api.key not in _QUOTA_EXEMPT:
+                    body = self._throttle(api, ctx, slot, response, body)
+            except Exception:
+                log.exception("encoding %s v%d response failed", api.key.name, version)
+                self._answer(slot, None, close=True)
+                return
+            self._answer(slot, frame_response(ctx.header.correlation_id, response_header_version(api.key, version),
+                                              body))
+        # Counted once the answer is on its way (the latency is the time to it).
         try:
-            body = api.encode_response(version, response)
-            if api.key not in _QUOTA_EXEMPT:
-                body = self._throttle(api, ctx, slot, response, body)
-        except Exception:
-            log.exception("encoding %s v%d response failed", api.key.name, version)
-            self._answer(slot, None, close=True)
-            return
-        self._answer(slot, frame_response(ctx.header.correlation_id, response_header_version(api.key, version),
-                                          body))
+            self.instruments.metrics.observe(api.key, version, request, response, elapsed, self._topic_name)
+        except Exception:  # a metric is never worth a request
+            log.exception("metrics of %s v%d", api.key.name, version)
 
     def _respond(self, data: bytes) -> None:
         """An answer ready as it is (no handler ran): it takes its place in the order and goes."""
