@@ -11,7 +11,6 @@ SSLStream.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections import deque
@@ -109,6 +108,7 @@ class Connection:
         self.max_frame = broker.config.socket_request_max_bytes if self._sasl is None else \
             min(broker.config.socket_request_max_bytes, security.sasl_max_receive_size)
         self.read_scope = trio.CancelScope()
+        self.last_read = trio.current_time()  # when bytes last came (the server closes idle connections)
         self._fd = self._socket_fd()
         self._slots: deque[_Slot] = deque()  # unanswered or unsent requests, oldest first
         self._unsent: list[bytes] = []  # responses the socket has not taken yet, in order
@@ -161,7 +161,6 @@ class Connection:
             self._progress = None
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
-        idle_s = self.broker.config.connections_max_idle_ms / 1000
         buf = bytearray()
         started = 0
         while True:
@@ -179,7 +178,7 @@ class Connection:
                 if len(buf) >= 4 + size:
                     frame = take_frame(buf, size)
                 elif size >= DIRECT_READ_MIN and self.DIRECT_READS:
-                    large = await self._read_large(buf, size, idle_s)
+                    large = await self._read_large(buf, size)
                     if large is None:
                         return
                     frame = large
@@ -198,34 +197,35 @@ class Connection:
             # Backpressure: a client that does not read its responses stops being read.
             while len(self._slots) >= MAX_IN_FLIGHT or self._unsent:
                 await self._wait_progress()
-            data = await self._receive(idle_s)
+            data = await self._receive()
             if data is None:
                 continue
             if not data:
                 return
             buf += data
+            self.last_read = trio.current_time()
 
-    async def _receive(self, idle_s: float) -> bytes | None:
-        """The next bytes from the socket; b"" when the connection ends (EOF, reset, idle), None when it has
-        become readable (the loop looks at its backpressure again first)."""
+    async def _receive(self) -> bytes | None:
+        """The next bytes from the socket; b"" when the connection ends (EOF, reset), None when it has become
+        readable (the loop looks at its backpressure again first)."""
         try:
             return os.read(self._fd, RECV_SIZE)
         except BlockingIOError:
-            return None if await self._wait_readable(idle_s) else b""
+            await trio.lowlevel.wait_readable(self.stream.socket)
+            return None
         except OSError:  # reset by the peer
             return b""
 
-    async def _wait_readable(self, idle_s: float) -> bool:
-        """False when idle: no bytes for connections.max.idle.ms (half a frame then silence too), and no
-        request of ours in flight (Kafka: no activity on the channel)."""
-        with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
-            await trio.lowlevel.wait_readable(self.stream.socket)
-        if idle.cancelled_caught and not self._slots:
-            log.info("closing idle connection %s", self.peer)
-            return False
-        return True
+    def idle(self, now: float, idle_s: float) -> bool:
+        """No bytes for connections.max.idle.ms (half a frame then silence too), and no request of ours in
+        flight (Kafka: no activity on the channel)."""
+        return not self._slots and now - self.last_read >= idle_s and not self.read_scope.cancel_called
 
-    async def _read_large(self, buf: bytearray, size: int, idle_s: float) -> bytes | bytearray | None:
+    def close_idle(self) -> None:
+        log.info("closing idle connection %s", self.peer)
+        self.read_scope.cancel()
+
+    async def _read_large(self, buf: bytearray, size: int) -> bytes | bytearray | None:
         """A large frame (a Produce of big batches) read straight into its own buffer, the start of it taken
         from `buf`: the records are then copied once on their way to the log, not four times. None when
         the connection ends first."""
@@ -239,14 +239,14 @@ class Connection:
                 try:
                     n = os.readv(self._fd, [view[have:]])
                 except BlockingIOError:
-                    if not await self._wait_readable(idle_s):
-                        return None
+                    await trio.lowlevel.wait_readable(self.stream.socket)
                     continue
                 except OSError:  # reset by the peer
                     return None
                 if n == 0:
                     return None
                 have += n
+                self.last_read = trio.current_time()
         api = lookup(int.from_bytes(frame[:2], "big", signed=True))
         return frame if api is not None and api.takes_bytearray else bytes(frame)
 
