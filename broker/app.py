@@ -319,9 +319,9 @@ class Broker:
             partition.log.flush()
 
     def close(self) -> None:
-        if self.config.durable_stop:
+        if self.config.durable_data_dir:
             self.flush_all()
-        self.topics.close(durable=self.config.durable_stop)
+        self.topics.close(durable=self.config.durable_data_dir)
         block_store = self.__dict__.get("block_store")  # claimed no block: nothing to close
         if block_store is not None:
             block_store.close()
@@ -334,7 +334,7 @@ def _block_store(config: BrokerConfig, data_dir: Path, cluster: ZkCluster | None
         return SessionBlockStore(cluster.zk)
     if config.zookeeper_connect:
         return ZooKeeperBlockStore(config.zookeeper_connect, timeout=config.zookeeper_session_timeout_ms / 1000)
-    return LocalBlockStore(data_dir / "producer_id_block.json")
+    return LocalBlockStore(data_dir / "producer_id_block.json", sync=config.durable_data_dir)
 
 
 def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
@@ -352,5 +352,6 @@ def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
                              f"stored in {path}")
         return stored["cluster.id"]
     cluster_id = config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n")
+    write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n",
+                     sync=config.durable_data_dir)
     return cluster_id
