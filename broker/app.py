@@ -24,21 +24,19 @@ from broker.config.options import BrokerConfig
 from broker.log.durable_file import write_atomically
 from broker.log.flusher import GroupFlusher
 from broker.security.acl_store import AclStore
-from broker.security.acls import Authorizer, parse_super_users
 from broker.services.appends import AppendSignal
 from broker.services.cluster_view import ClusterView
 from broker.services.durability import Durability
-from broker.services.producer_ids import ProducerIds
 from broker.services.retention import run_producer_expiration, run_retention
 from broker.services.single_node import SingleNode
 from broker.services.topics import OFFSETS_TOPIC, Topic, TopicManager
 from protocol.header import ErrorCode
-from zk.store import BlockStore, LocalBlockStore, ZooKeeperBlockStore
 
 if TYPE_CHECKING:
     from broker.cluster.replica_manager import ReplicaManager
     from broker.cluster.zk_cluster import ZkCluster
     from broker.log.append import Appender
+    from broker.security.acls import Authorizer
     from broker.security.listener_security import ListenerSecurity
     from broker.security.scram_credentials import ScramCredentialStore
     from broker.services.client_quotas import ClientQuotas
@@ -48,7 +46,9 @@ if TYPE_CHECKING:
     from broker.services.legacy_offsets import LegacyOffsets
     from broker.services.log_cleaner import LogCleaner
     from broker.services.marker_writer import MarkerWriter
+    from broker.services.producer_ids import ProducerIds
     from broker.services.transactions import TxnService
+    from zk.store import BlockStore
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +92,10 @@ class Broker:
         self.endpoints: list[Endpoint] = []  # registered by the server's listeners
         self.dynamic.on_change += [self.topics.refresh_log_configs, self.readvertise]
         self.acl_store = AclStore(data_dir)
-        self.authorizer = Authorizer(self.acl_store.load(), super_users=parse_super_users(config.super_users),
-                                     allow_if_no_acl=config.allow_everyone_if_no_acl_found)
+        if self.acl_store.exists():
+            _ = self.authorizer  # unreadable ACLs stop the broker at start: it never runs without them
         self.flusher = GroupFlusher(config.fsync, root=data_dir)
         self.appends = AppendSignal()
-        self.block_store = _block_store(config, data_dir, cluster)
-        self.producer_ids = ProducerIds(self.block_store, config.broker_id,
-                                        claim_timeout=config.zookeeper_session_timeout_ms / 1000)
         self._services: trio.Nursery | None = None
         # The cluster as this broker sees it: itself alone, or (broker.cluster) one of several on ZooKeeper,
         # whose replicas (leaders and followers) the replica manager keeps; the controller's requests to this
@@ -122,6 +119,27 @@ class Broker:
         self.durability = Durability(self.flusher, self.replicas)
         if self.replicas is not None:  # a failed write takes the log directory offline (Durability.storage_failed)
             self.appender.on_storage_error = self.durability.storage_failed
+
+    @functools.cached_property
+    def authorizer(self) -> Authorizer:
+        """The ACLs and the decisions made from them (built at start when ACLs are stored, else on first use)."""
+        from broker.security.acls import Authorizer, parse_super_users
+
+        return Authorizer(self.acl_store.load(), super_users=parse_super_users(self.config.super_users),
+                          allow_if_no_acl=self.config.allow_everyone_if_no_acl_found)
+
+    @functools.cached_property
+    def block_store(self) -> BlockStore:
+        """Where producer-id blocks are claimed: ZooKeeper, or a file in the data dir for a single broker."""
+        return _block_store(self.config, Path(self.config.data_dir), self.zk_cluster)
+
+    @functools.cached_property
+    def producer_ids(self) -> ProducerIds:
+        """InitProducerId's ids (built on first use, with the block store)."""
+        from broker.services.producer_ids import ProducerIds
+
+        return ProducerIds(self.block_store, self.config.broker_id,
+                           claim_timeout=self.config.zookeeper_session_timeout_ms / 1000)
 
     @functools.cached_property
     def appender(self) -> Appender:
@@ -301,20 +319,22 @@ class Broker:
             partition.log.flush()
 
     def close(self) -> None:
-        if self.config.durable_stop:
+        if self.config.durable_data_dir:
             self.flush_all()
-        self.topics.close(durable=self.config.durable_stop)
-        self.block_store.close()
+        self.topics.close(durable=self.config.durable_data_dir)
+        block_store = self.__dict__.get("block_store")  # claimed no block: nothing to close
+        if block_store is not None:
+            block_store.close()
 
 
 def _block_store(config: BrokerConfig, data_dir: Path, cluster: ZkCluster | None) -> BlockStore:
-    if cluster is not None:
-        from zk.store import SessionBlockStore
+    from zk.store import LocalBlockStore, SessionBlockStore, ZooKeeperBlockStore
 
+    if cluster is not None:
         return SessionBlockStore(cluster.zk)
     if config.zookeeper_connect:
         return ZooKeeperBlockStore(config.zookeeper_connect, timeout=config.zookeeper_session_timeout_ms / 1000)
-    return LocalBlockStore(data_dir / "producer_id_block.json")
+    return LocalBlockStore(data_dir / "producer_id_block.json", sync=config.durable_data_dir)
 
 
 def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
@@ -332,5 +352,6 @@ def _load_cluster_id(data_dir: Path, config: BrokerConfig) -> str:
                              f"stored in {path}")
         return stored["cluster.id"]
     cluster_id = config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n")
+    write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={config.broker_id}\n",
+                     sync=config.durable_data_dir)
     return cluster_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import logging
 import os
 import signal
@@ -146,6 +147,9 @@ async def _serve(config: BrokerConfig) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
+            # What startup allocated lives as long as the process: kept out of every later collection.
+            gc.freeze()
+            gc.enable()
             addresses = ", ".join(f"{h}:{p}" for h, p in server.listen_addresses)
             extra = f", broker id {config.broker_id}" if config.cluster_mode else ""
             for name, (host, port) in server.http_addresses.items():
@@ -165,6 +169,7 @@ async def _serve(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    gc.disable()  # until the listeners are up (_serve): startup allocates nothing short-lived to collect
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
     try:

@@ -263,6 +263,8 @@ _HEADER = struct.Struct(">hhih")
 
 @dataclass(frozen=True, slots=True)
 class RequestHeader:
+    """A request's header (v0-v2): the API, its version, the correlation id and the client id."""
+
     api_key: int
     api_version: int
     correlation_id: int

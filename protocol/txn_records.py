@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from protocol.coordinator_records import INT16, INT32, INT64, Buffer, Reader, Writer
+from protocol.coordinator_records import INT16, INT32, INT64, MAX_STRING_BYTES, Buffer, Reader, Writer
 
 Partitions = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -144,6 +144,8 @@ def encode_txn_value(value: TxnValue, version: int | None = None) -> bytes:
 
     version=1 forces the flexible version, as a Kafka broker with transaction.version >= 1 writes it;
     version=0 with a tagged field set raises TxnRecordError, as Kafka's writer refuses it too.
+    (Packed field by field here rather than through coordinator_records.Writer: a transaction writes three
+    of these.)
     """
     if not isinstance(value, TxnValue):
         raise TypeError(f"not a transaction log value: {value!r}")
@@ -155,32 +157,70 @@ def encode_txn_value(value: TxnValue, version: int | None = None) -> bytes:
         raise TxnRecordError(
             "previousProducerId, nextProducerId and clientTransactionVersion need TransactionLogValue version 1"
         )
+    status = _STATUS_CODES.get(value.status) if isinstance(value.status, int) else None
+    if status is None:
+        raise TxnRecordError(f"unknown transaction status {value.status!r}")
+    flexible = version == VALUE_VERSION_FLEXIBLE
     try:
-        status = TxnStatusCode(value.status)
-    except ValueError:
-        raise TxnRecordError(f"unknown transaction status {value.status!r}") from None
+        out = [_VALUE_HEAD.pack(version, value.producer_id, value.producer_epoch, value.timeout_ms, status)]
+        partitions = value.partitions
+        if partitions is None:
+            out.append(b"\x00" if flexible else _NULL_ARRAY)
+        else:
+            out.append(_count(len(partitions), flexible))
+            for topic, partition_ids in partitions:
+                out.append(_string(topic, flexible))
+                out.append(_count(len(partition_ids), flexible))
+                out.append(struct.pack(f">{len(partition_ids)}i", *partition_ids))
+                if flexible:
+                    out.append(b"\x00")  # PartitionsSchema's tagged fields: none defined
+        out.append(_VALUE_TAIL.pack(value.last_update_ms, value.start_ms))
+        if flexible:
+            # Only fields that differ from their default, in ascending tag order.
+            tags: list[bytes] = []
+            if value.previous_producer_id != NO_PRODUCER_ID:
+                tags.append(bytes((_TAG_PREVIOUS_PRODUCER_ID, INT64.size)) + INT64.pack(value.previous_producer_id))
+            if value.next_producer_id != NO_PRODUCER_ID:
+                tags.append(bytes((_TAG_NEXT_PRODUCER_ID, INT64.size)) + INT64.pack(value.next_producer_id))
+            if value.client_transaction_version != 0:
+                tags.append(bytes((_TAG_CLIENT_TRANSACTION_VERSION, INT16.size)) +
+                            INT16.pack(value.client_transaction_version))
+            out.append(bytes((len(tags),)))
+            out += tags
+    except struct.error as exc:
+        raise TxnRecordError(f"integer out of range: {exc}") from None
+    return b"".join(out)
 
-    out = Writer(TxnRecordError, flexible=version == VALUE_VERSION_FLEXIBLE)
-    out.fixed(_VALUE_HEAD, version, value.producer_id, value.producer_epoch, value.timeout_ms, status)
-    partitions = value.partitions
-    out.array_length(None if partitions is None else len(partitions))
-    for topic, partition_ids in partitions or ():
-        out.string(topic, "topic")
-        out.array_length(len(partition_ids))
-        for partition_id in partition_ids:
-            out.fixed(INT32, partition_id)
-        out.tagged_fields(())  # PartitionsSchema's: none defined
-    out.fixed(_VALUE_TAIL, value.last_update_ms, value.start_ms)
-    # Only fields that differ from their default, in ascending tag order; version 0 has none (checked above).
-    tags: list[tuple[int, bytes]] = []
-    if value.previous_producer_id != NO_PRODUCER_ID:
-        tags.append((_TAG_PREVIOUS_PRODUCER_ID, out.pack(INT64, value.previous_producer_id)))
-    if value.next_producer_id != NO_PRODUCER_ID:
-        tags.append((_TAG_NEXT_PRODUCER_ID, out.pack(INT64, value.next_producer_id)))
-    if value.client_transaction_version != 0:
-        tags.append((_TAG_CLIENT_TRANSACTION_VERSION, out.pack(INT16, value.client_transaction_version)))
-    out.tagged_fields(tags)
-    return out.getvalue()
+
+_STATUS_CODES = {int(code): code for code in TxnStatusCode}
+_NULL_ARRAY = INT32.pack(-1)
+
+
+def _count(n: int, flexible: bool) -> bytes:
+    """An array's or a string's length: varint n + 1 (flexible), else int32."""
+    return _uvarint(n + 1) if flexible else INT32.pack(n)
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _string(text: str, flexible: bool) -> bytes:
+    """A non-nullable string (topic names), Kafka's limit of 32767 UTF-8 bytes checked."""
+    if text is None:
+        raise TxnRecordError("non-nullable field topic is None")
+    try:
+        data = text.encode("utf-8")
+    except (UnicodeEncodeError, AttributeError) as exc:
+        raise TxnRecordError(f"field topic is not encodable as UTF-8: {exc}") from None
+    if len(data) > MAX_STRING_BYTES:
+        raise TxnRecordError(f"field topic is too long to be serialized ({len(data)} bytes)")
+    return (_uvarint(len(data) + 1) if flexible else INT16.pack(len(data))) + data
 
 
 # --- decoding -------------------------------------------------------------------------------------------------

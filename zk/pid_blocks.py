@@ -20,6 +20,8 @@ class ProducerIdsExhaustedError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ProducerIdBlock:
+    """A block of producer ids a broker claimed: `size` ids from `first`."""
+
     broker_id: int
     first: int
     size: int = BLOCK_SIZE

@@ -32,10 +32,12 @@ class BlockStore(Protocol):
 class LocalBlockStore:
     """The embedded default: `<data dir>/producer_id_block.json`, replaced atomically and fsynced before
     any id of the new block is handed out, so a block is never reused across restarts. An flock makes
-    concurrent processes on one data dir take turns, like ZooKeeper's version check does."""
+    concurrent processes on one data dir take turns, like ZooKeeper's version check does. (`sync=False`: a
+    data dir thrown away after the broker, which no restart reads: not fsynced.)"""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, sync: bool = True) -> None:
         self.path = Path(path)
+        self.sync = sync
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def claim_next_block(self, broker_id: int) -> ProducerIdBlock:
@@ -48,14 +50,16 @@ class LocalBlockStore:
                 tmp = self.path.with_suffix(".tmp")
                 with open(tmp, "wb") as f:
                     f.write(encode_block(block))
-                    f.flush()
-                    os.fsync(f.fileno())
+                    if self.sync:
+                        f.flush()
+                        os.fsync(f.fileno())
                 os.replace(tmp, self.path)
-                dir_fd = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(dir_fd)
-                finally:
-                    os.close(dir_fd)
+                if self.sync:
+                    dir_fd = os.open(self.path.parent, os.O_RDONLY)
+                    try:
+                        os.fsync(dir_fd)
+                    finally:
+                        os.close(dir_fd)
                 return block
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

@@ -52,8 +52,12 @@ public final class FetchSessionBench {
         try (KafkaConsumer<Long, Long> consumer = new KafkaConsumer<>(consumerProps);
              KafkaProducer<Long, Long> producer = new KafkaProducer<>(producerProps)) {
             producer.partitionsFor(topic);
+            // Every partition's end offset, asked until each is led (Kafka's createTopics returns before its
+            // broker leads the new partitions), and the consumer placed there: a record written after this is
+            // one the consumer reads (a lazy seekToEnd resolved late would skip it).
+            Map<TopicPartition, Long> ends = consumer.endOffsets(tps, Duration.ofSeconds(120));
             consumer.assign(tps);
-            consumer.seekToEnd(tps);
+            ends.forEach(consumer::seek);
             long warm = System.nanoTime() + 3_000_000_000L;  // positions known, the fetch session open
             while (System.nanoTime() < warm) {
                 consumer.poll(Duration.ofMillis(100));

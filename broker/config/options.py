@@ -306,15 +306,19 @@ OPTIONS_BY_NAME = {o.kafka_name: o for o in OPTIONS}
 
 @dataclass(slots=True)
 class BrokerConfig:
+    """Every setting of one broker: the command line's options and the Kafka-named ones (OPTIONS)."""
+
     admin_listen: str | None = None  # HOST:PORT of the admin HTTP endpoint (fault rules); None: off
     schema_registry: str | None = None  # HOST:PORT of the schema registry (Confluent's REST API); None: off
     console: str | None = None  # HOST:PORT of the web console (broker/http/console); None: off
     console_password_file: str | None = None  # the console's password (first line); required off loopback
     trace_file: str | None = None  # the decoded protocol trace (JSON lines); None: off
     virtual_time: bool = False  # tests: the broker's clock moves only by BrokerThread.advance (broker/clock.py)
-    # A stop flushes every log and marks the shutdown clean; off for a test's throwaway data dir (the fixture
-    # brokers): logs closed as they are, no fdatasync, no mark (a restart recovers them by scanning).
-    durable_stop: bool = True
+    # The data dir outlives the broker: a stop flushes every log and marks the shutdown clean, and its metadata
+    # (meta.properties, the topics, the producer-id block) is fsynced as written. Off for a test's throwaway
+    # data dir (the fixture brokers): nothing is synced, logs are closed as they are, no mark (a restart would
+    # recover them by scanning).
+    durable_data_dir: bool = True
     kafka_version: str = DEFAULT_KAFKA_VERSION  # advertise this release's API versions (config/kafka_versions.py)
     listeners: list[Listener] = field(default_factory=lambda: [Listener("127.0.0.1", 9092)])
     data_dir: Path = Path("./data")

@@ -129,6 +129,8 @@ def _replica_list(value: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigDef:
+    """One topic config: its check, its default from the broker's config and that config's name."""
+
     name: str
     check: Callable[[str], None]
     default: Callable[[BrokerConfig], str]

@@ -78,7 +78,7 @@ def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
     wanted, outcome = _plan(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                             req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
     results = _topic_results(wanted, outcome) if isinstance(outcome, dict) else \
-        _applied(ctx, wanted, txns.apply_now(outcome.transit, outcome.error))
+        _applied(ctx, wanted, txns.apply_now(outcome.transit, outcome.error)[0])  # Ongoing: nothing follows
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
 
 

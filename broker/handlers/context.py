@@ -19,8 +19,20 @@ ANONYMOUS = "User:ANONYMOUS"
 LATER = object()
 
 
+@dataclass(slots=True)
+class AnswerThen:
+    """A handler's answer and the work that follows it: the connection sends `response`, then calls `then()`
+    before it reads another request or lets any other task run, so that no request sees the state between the
+    two (an EndTxn's markers and CompleteCommit, which Kafka writes after its answer)."""
+
+    response: Any
+    then: Callable[[], None]
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
+    """What a handler gets beside its request: the header, the broker, the listener and the client."""
+
     header: RequestHeader
     broker: Broker  # its topics, coordinators, config, authorizer, and the cluster as it sees it
     endpoint: Endpoint  # the listener the client connected to

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.context import LATER, RequestContext
+from broker.handlers.context import LATER, AnswerThen, RequestContext
 from broker.security.access import AclOperation, ResourceType, authorized
 from protocol.header import ErrorCode
 
@@ -29,9 +29,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return _outcome(ctx, outcome, await txns.apply(outcome.transit, outcome.error))
 
 
-def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
-    """EndTxn without a task of its own on a single broker whose writes are durable at once: Prepare*, the
-    markers and Complete* are appended before the answer. LATER (nothing done) otherwise."""
+def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | AnswerThen | object:
+    """EndTxn without a task of its own on a single broker whose writes are durable at once: Prepare* is
+    appended before the answer, the markers and Complete* right after it (before any other request is served).
+    LATER (nothing done) otherwise."""
     txns = ctx.broker.txns
     if not (ctx.broker.durability.immediate and txns.loaded.is_set()) or \
             txns.coordinator.end_txn_needs_producer_id(req.transactional_id, ctx.header.api_version >= TV2_FROM):
@@ -42,7 +43,9 @@ def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
     if not_here:
         return _answer(not_here)
     outcome = _end(ctx, req, None)
-    return _outcome(ctx, outcome, txns.apply_now(outcome.transit, outcome.error))
+    error, then = txns.apply_now(outcome.transit, outcome.error)
+    answer = _outcome(ctx, outcome, error)
+    return answer if then is None else AnswerThen(answer, then)
 
 
 def _end(ctx: RequestContext, req: Any, new_pid: int | None) -> Any:

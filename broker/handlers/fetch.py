@@ -37,6 +37,7 @@ from broker.services.fetch_sessions import (
     CachedPartition,
     ContextKind,
     FetchContext,
+    is_full,
     new_context,
 )
 from protocol.header import ErrorCode
@@ -67,10 +68,12 @@ def _end_offset(records: bytes) -> int:
     return base + _LAST_OFFSET_DELTA.unpack_from(records, last + 23)[0] + 1
 
 
-def _read(ctx: RequestContext, req: Any, topics: list[Any],
-          readable: dict[str, bool]) -> tuple[list[dict[str, Any]], int, bool]:
+def _read(ctx: RequestContext, req: Any, topics: list[Any], readable: dict[str, bool],
+          incremental: bool = False) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the partitions to read (`topics`: the request's, or its session's): (topic responses,
-    bytes read, any error)."""
+    bytes read, any error). `incremental` (a session's fetch, its partitions the session's CachedPartitions):
+    a partition with nothing new since the session last told about it (no records, the same high watermark
+    and log start offset) is None rather than an answer that the session would leave out anyway."""
     broker = ctx.broker
     version = ctx.header.api_version
     read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
@@ -123,14 +126,23 @@ def _read(ctx: RequestContext, req: Any, topics: list[Any],
                 continue
             if replicas is not None:
                 replicas.follower_fetched(partition, replica_id, fp.fetch_offset, -1)
+            upper = None if follower else lso if read_committed else hw
+            if incremental and fp.fetch_offset == upper and hw == fp.high_watermark and \
+                    log.log_start_offset == fp.local_log_start_offset and upper <= log.log_end_offset:
+                partitions.append(None)  # nothing to read, nothing the session was not told: not read
+                continue
             try:
                 records = log.read(fp.fetch_offset, min(fp.partition_max_bytes, remaining), min_one=min_one,
-                                   max_offset=None if follower else lso if read_committed else hw)
+                                   max_offset=upper)
             except OffsetOutOfRangeError:
                 partitions.append(_partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE))
                 any_error = True
                 continue
             size = len(records)
+            if incremental and not size and hw == fp.high_watermark and log.log_start_offset == \
+                    fp.local_log_start_offset:
+                partitions.append(None)
+                continue
             aborted = None
             if read_committed:
                 aborted = []
@@ -152,15 +164,74 @@ def _read(ctx: RequestContext, req: Any, topics: list[Any],
     return responses, total, any_error
 
 
+def _has_news(ctx: RequestContext, req: Any, topics: list[Any], readable: dict[str, bool]) -> bool:
+    """Whether a read of `topics` may return records or an error: a partition whose fetch offset is below
+    what it may read up to (the high watermark, the last stable offset for read_committed), or one the read
+    would answer with an error (unknown, not readable, not led here, another leader epoch, an offset out of
+    range: `_read` finds out which). False means `_read` would return nothing at all: a waiting fetch looks
+    here, not at every partition's log, until something is appended where it reads (a fetch session's 1,000
+    partitions)."""
+    broker = ctx.broker
+    version = ctx.header.api_version
+    read_committed = version >= 4 and req.isolation_level == READ_COMMITTED
+    follower = req.replica_id >= 0 and broker.replicas is not None  # reads up to the log end
+    epochs = version >= 9
+    topics_by = broker.topics
+    if topics_by.log_dir_offline:
+        return True
+    node_id = topics_by.node_id
+    for fetch_topic in topics:
+        topic = topics_by.get_by_id(fetch_topic.topic_id) if version >= 13 else topics_by.get(fetch_topic.topic)
+        if topic is None:
+            return True
+        name = topic.name
+        if name not in readable:  # READ on the topic (a follower: CLUSTER_ACTION), asked once per request
+            readable[name] = cluster_authorized(ctx, AclOperation.CLUSTER_ACTION) if follower else \
+                authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+        if not readable[name]:
+            return True
+        hosted = topic.partitions
+        count = len(hosted)
+        for fp in fetch_topic.partitions:
+            index = fp.partition
+            if not 0 <= index < count:
+                return True
+            partition = hosted[index]
+            log = partition.log
+            if log is None or partition.leader != node_id:
+                return True
+            if epochs and fp.current_leader_epoch >= 0 and fp.current_leader_epoch != partition.leader_epoch:
+                return True
+            offset = fp.fetch_offset
+            end = log.log_end_offset
+            if not follower:
+                if partition.replicated_hw is not None:
+                    end = partition.replicated_hw
+                if read_committed and partition.producers.ongoing_txns:
+                    end = partition.producers.last_stable_offset(end, log.log_start_offset)
+            if offset < end or offset < log.log_start_offset or offset > log.log_end_offset:
+                return True
+    return False
+
+
 def handle_now(ctx: RequestContext, req: Any) -> dict[str, Any] | object:
     """The answer without a task of its own when the data is there (or the client does not wait); else
     LATER, and `handle` long-polls (the session context is made again there: it changes nothing until the
-    answer)."""
+    answer). A consumer's fetch with nothing to read goes there without reading (a follower's reads now: its
+    fetch reports how far it has got), and so does a session's incremental fetch that may wait: it comes right
+    after the previous answer and mostly waits, and its task would look at every partition of the session
+    again."""
+    if req.max_wait_ms > 0 and req.session_id != INVALID_SESSION_ID and not is_full(req.session_epoch) and \
+            ctx.header.api_version >= SESSIONS_FROM:
+        return LATER
     context = _context(ctx, req)
     if context is not None and context.kind is ContextKind.SESSION_ERROR:
         return _session_error(context.error)
     topics = _topics(req, context)
-    responses, total, any_error = _read(ctx, req, topics, {})
+    readable: dict[str, bool] = {}
+    if req.max_wait_ms > 0 and req.replica_id < 0 and not _has_news(ctx, req, topics, readable):
+        return LATER
+    responses, total, any_error = _read(ctx, req, topics, readable, _incremental(context))
     if total >= req.min_bytes or any_error or req.max_wait_ms <= 0:
         return _answer(ctx, req, responses, any_error, context)
     return LATER
@@ -174,14 +245,23 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     deadline = trio.current_time() + max(0, req.max_wait_ms) / 1000
     readable: dict[str, bool] = {}
+    reported = req.replica_id < 0  # a follower's first read tells the leader its position
     while True:
-        woken = broker.appends.event  # taken before reading, so no append between is missed
-        responses, total, any_error = _read(ctx, req, topics, readable)
-        if total >= req.min_bytes or any_error or trio.current_time() >= deadline:
-            break
+        woken = broker.appends.event  # taken before looking, so no append between is missed
+        late = trio.current_time() >= deadline
+        # Read when there may be something to read, and once at the end for the answer.
+        if late or not reported or _has_news(ctx, req, topics, readable):
+            responses, total, any_error = _read(ctx, req, topics, readable, _incremental(context))
+            reported = True
+            if total >= req.min_bytes or any_error or late:
+                break
         with trio.move_on_at(deadline):
             await woken.wait()
     return _answer(ctx, req, responses, any_error, context)
+
+
+def _incremental(context: FetchContext | None) -> bool:
+    return context is not None and context.kind is ContextKind.INCREMENTAL
 
 
 def _context(ctx: RequestContext, req: Any) -> FetchContext | None:
@@ -232,7 +312,7 @@ def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], any_
         if len(answered) < len(answers):  # an incremental fetch: the partitions with news only
             keep = {id(answers[i]) for i in answered}
             responses = [t | {"partitions": kept} for t in responses
-                         if (kept := [p for p in t["partitions"] if id(p) in keep])]
+                         if (kept := [p for p in t["partitions"] if p is not None and id(p) in keep])]
     if version < DOWN_CONVERT_BELOW:
         _down_convert(ctx, req, responses)
     nodes = []

@@ -9,6 +9,8 @@ DAY_MS = 24 * 3600 * 1000
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
+    """A partition log's settings: the topic's configs over the broker's defaults."""
+
     segment_bytes: int = 1024 * 1024 * 1024
     segment_ms: int = 7 * DAY_MS
     segment_index_bytes: int = 10 * 1024 * 1024  # a segment rolls when either index would outgrow this

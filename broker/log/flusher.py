@@ -43,6 +43,8 @@ class Flushable(Protocol):
 
 @dataclass(eq=False)
 class _Serialized:
+    """The requests that wait on one fdatasync being run inline, one at a time."""
+
     waiters: int = 0
     lock: trio.Lock = field(default_factory=trio.Lock)
 

@@ -46,6 +46,8 @@ _LEADER_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS})
 
 @dataclass
 class FaultRule:
+    """A rule set by a test: what to do (error, delay, drop...) to which requests, how often."""
+
     id: int
     action: FaultAction
     api: ApiKey | None = None  # None: any API

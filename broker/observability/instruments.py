@@ -12,6 +12,8 @@ from broker.observability.trace import Tracer
 
 @dataclass(slots=True, eq=False)
 class Instruments:
+    """What the server measures and tests steer: fault rules, metrics and the protocol trace."""
+
     faults: FaultInjector
     metrics: Metrics
     tracer: Tracer | None = None  # --trace FILE

@@ -11,25 +11,26 @@ SSLStream.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.app import Broker, Endpoint
-from broker.handlers.context import ANONYMOUS, LATER, RequestContext
+from broker.handlers.context import ANONYMOUS, LATER, AnswerThen, RequestContext
 from broker.observability.faults import FaultAction, error_response
 from broker.observability.instruments import Instruments
 from broker.server.dispatch import Api, lookup
 from broker.server.framing import FrameTooLarge, frame_response, frame_size, take_frame
-from broker.server.sasl_framing import Answer, Close, Fail, SaslFraming, Verdict
 from protocol.errors import DecodeError
 from protocol.header import ApiKey, ErrorCode, RequestHeader, parse_request_header, response_header_version
+
+if TYPE_CHECKING:  # loaded with the first SASL listener's connection, not at startup
+    from broker.server.sasl_framing import SaslFraming, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ class Connection:
         self._sasl: SaslFraming | None = None  # on SASL listeners
         if security is not None and security.sasl is not None:
             from broker.security.authenticator import SaslAuthenticator
+            from broker.server.sasl_framing import SaslFraming
 
             self._sasl = SaslFraming(SaslAuthenticator(security.sasl), peer=self.peer, listener=security.name,
                                      versions=broker.versions, metrics=instruments.metrics,
@@ -106,6 +108,7 @@ class Connection:
         self.max_frame = broker.config.socket_request_max_bytes if self._sasl is None else \
             min(broker.config.socket_request_max_bytes, security.sasl_max_receive_size)
         self.read_scope = trio.CancelScope()
+        self.last_read = trio.current_time()  # when bytes last came (the server closes idle connections)
         self._fd = self._socket_fd()
         self._slots: deque[_Slot] = deque()  # unanswered or unsent requests, oldest first
         self._unsent: list[bytes] = []  # responses the socket has not taken yet, in order
@@ -158,7 +161,6 @@ class Connection:
             self._progress = None
 
     async def _read_loop(self, nursery: trio.Nursery) -> None:
-        idle_s = self.broker.config.connections_max_idle_ms / 1000
         buf = bytearray()
         started = 0
         while True:
@@ -176,7 +178,7 @@ class Connection:
                 if len(buf) >= 4 + size:
                     frame = take_frame(buf, size)
                 elif size >= DIRECT_READ_MIN and self.DIRECT_READS:
-                    large = await self._read_large(buf, size, idle_s)
+                    large = await self._read_large(buf, size)
                     if large is None:
                         return
                     frame = large
@@ -195,34 +197,35 @@ class Connection:
             # Backpressure: a client that does not read its responses stops being read.
             while len(self._slots) >= MAX_IN_FLIGHT or self._unsent:
                 await self._wait_progress()
-            data = await self._receive(idle_s)
+            data = await self._receive()
             if data is None:
                 continue
             if not data:
                 return
             buf += data
+            self.last_read = trio.current_time()
 
-    async def _receive(self, idle_s: float) -> bytes | None:
-        """The next bytes from the socket; b"" when the connection ends (EOF, reset, idle), None when it has
-        become readable (the loop looks at its backpressure again first)."""
+    async def _receive(self) -> bytes | None:
+        """The next bytes from the socket; b"" when the connection ends (EOF, reset), None when it has become
+        readable (the loop looks at its backpressure again first)."""
         try:
             return os.read(self._fd, RECV_SIZE)
         except BlockingIOError:
-            return None if await self._wait_readable(idle_s) else b""
+            await trio.lowlevel.wait_readable(self.stream.socket)
+            return None
         except OSError:  # reset by the peer
             return b""
 
-    async def _wait_readable(self, idle_s: float) -> bool:
-        """False when idle: no bytes for connections.max.idle.ms (half a frame then silence too), and no
-        request of ours in flight (Kafka: no activity on the channel)."""
-        with trio.move_on_after(idle_s if idle_s > 0 else math.inf) as idle:
-            await trio.lowlevel.wait_readable(self.stream.socket)
-        if idle.cancelled_caught and not self._slots:
-            log.info("closing idle connection %s", self.peer)
-            return False
-        return True
+    def idle(self, now: float, idle_s: float) -> bool:
+        """No bytes for connections.max.idle.ms (half a frame then silence too), and no request of ours in
+        flight (Kafka: no activity on the channel)."""
+        return not self._slots and now - self.last_read >= idle_s and not self.read_scope.cancel_called
 
-    async def _read_large(self, buf: bytearray, size: int, idle_s: float) -> bytes | bytearray | None:
+    def close_idle(self) -> None:
+        log.info("closing idle connection %s", self.peer)
+        self.read_scope.cancel()
+
+    async def _read_large(self, buf: bytearray, size: int) -> bytes | bytearray | None:
         """A large frame (a Produce of big batches) read straight into its own buffer, the start of it taken
         from `buf`: the records are then copied once on their way to the log, not four times. None when
         the connection ends first."""
@@ -236,14 +239,14 @@ class Connection:
                 try:
                     n = os.readv(self._fd, [view[have:]])
                 except BlockingIOError:
-                    if not await self._wait_readable(idle_s):
-                        return None
+                    await trio.lowlevel.wait_readable(self.stream.socket)
                     continue
                 except OSError:  # reset by the peer
                     return None
                 if n == 0:
                     return None
                 have += n
+                self.last_read = trio.current_time()
         api = lookup(int.from_bytes(frame[:2], "big", signed=True))
         return frame if api is not None and api.takes_bytearray else bytes(frame)
 
@@ -335,6 +338,8 @@ class Connection:
 
     # -- SASL (broker.server.sasl_framing answers the frames; the connection sends, waits and closes) -------
     def _sasl_verdict(self, verdict: Verdict, nursery: trio.Nursery) -> bool:
+        from broker.server.sasl_framing import Answer, Close, Fail
+
         match verdict:
             case Answer(data):
                 self._respond(data)
@@ -414,38 +419,49 @@ class Connection:
         return None if topic is None else topic.name
 
     def _finish(self, slot: _Slot, api: Api, ctx: RequestContext, response: Any) -> None:
+        if type(response) is AnswerThen:
+            response, then = response.response, response.then
+            try:
+                self._finish(slot, api, ctx, response)
+            finally:
+                try:
+                    then()
+                except Exception:
+                    log.exception("after answering %s v%d from %s", api.key.name, ctx.header.api_version, self.peer)
+            return
         if self.instruments.faults.active:
             self.instruments.faults.rewrite_response(api.key, response, self.broker.now_ms())
         version = ctx.header.api_version
+        elapsed = time.perf_counter() - slot.started
         tracer = self.instruments.tracer
         if tracer is not None:
             note = "connection closed (request failed)" if response is CloseConnection else \
                 "not sent: connection dropped (fault rule)" if slot.drop else None
             tracer.response(self.peer, self._trace_client(ctx.header), api.key.name, version,
                             ctx.header.correlation_id, None if response is CloseConnection else response,
-                            time.perf_counter() - slot.started, note)
+                            elapsed, note)
         if response is CloseConnection:
             self._answer(slot, None, close=True)
             return
-        try:
-            self.instruments.metrics.observe(api.key, version, slot.request, response,
-                                             time.perf_counter() - slot.started, self._topic_name)
-        except Exception:  # a metric is never worth a request
-            log.exception("metrics of %s v%d", api.key.name, version)
-        slot.request = None
+        request, slot.request = slot.request, None
         if response is None:
             self._answer(slot, None)
-            return
+        else:
+            try:
+                body = api.encode_response(version, response)
+                if api.key not in _QUOTA_EXEMPT:
+                    body = self._throttle(api, ctx, slot, response, body)
+            except Exception:
+                log.exception("encoding %s v%d response failed", api.key.name, version)
+                self._answer(slot, None, close=True)
+                return
+            self._answer(slot, frame_response(ctx.header.correlation_id, response_header_version(api.key, version),
+                                              body))
+        # Counted once the answer is on its way (the latency is the time to it).
         try:
-            body = api.encode_response(version, response)
-            if api.key not in _QUOTA_EXEMPT:
-                body = self._throttle(api, ctx, slot, response, body)
-        except Exception:
-            log.exception("encoding %s v%d response failed", api.key.name, version)
-            self._answer(slot, None, close=True)
-            return
-        self._answer(slot, frame_response(ctx.header.correlation_id, response_header_version(api.key, version),
-                                          body))
+            self.instruments.metrics.observe(api.key, version, request, response, elapsed, self._topic_name)
+        except Exception:  # a metric is never worth a request
+            log.exception("metrics of %s v%d", api.key.name, version)
 
     def _respond(self, data: bytes) -> None:
         """An answer ready as it is (no handler ran): it takes its place in the order and goes."""

@@ -25,6 +25,8 @@ from protocol.header import ApiKey
 
 @dataclass(eq=False)
 class Api:
+    """One API of the dispatch table: its key, its version range and the module that answers it."""
+
     key: ApiKey
     min_version: int
     max_version: int
@@ -156,7 +158,7 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.CREATE_PARTITIONS, 0, 3, "create_partitions", "CreatePartitionsRequest",
             "CreatePartitionsResponse"),
         Api(ApiKey.INIT_PRODUCER_ID, 0, 5, "init_producer_id", "InitProducerIdRequest",
-            "InitProducerIdResponse"),
+            "InitProducerIdResponse", codec="init_producer_id"),
         Api(ApiKey.FIND_COORDINATOR, 0, 6, "find_coordinator", "FindCoordinatorRequest",
             "FindCoordinatorResponse"),
         Api(ApiKey.JOIN_GROUP, 0, 9, "join_group", "JoinGroupRequest", "JoinGroupResponse"),
@@ -199,15 +201,15 @@ def _build_table() -> dict[int, Api]:
         Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, "describe_producers", "DescribeProducersRequest",
             "DescribeProducersResponse"),
         Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, "add_partitions_to_txn", "AddPartitionsToTxnRequest",
-            "AddPartitionsToTxnResponse"),
+            "AddPartitionsToTxnResponse", codec="add_partitions_to_txn"),
         Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, "add_offsets_to_txn", "AddOffsetsToTxnRequest",
-            "AddOffsetsToTxnResponse"),
+            "AddOffsetsToTxnResponse", codec="add_offsets_to_txn"),
         # v5: transaction version 2 (KIP-890 part 2), in the 4.x profiles' ranges only.
-        Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse"),
+        Api(ApiKey.END_TXN, 0, 5, "end_txn", "EndTxnRequest", "EndTxnResponse", codec="end_txn"),
         Api(ApiKey.WRITE_TXN_MARKERS, 0, 2, "write_txn_markers", "WriteTxnMarkersRequest",
             "WriteTxnMarkersResponse"),
         Api(ApiKey.TXN_OFFSET_COMMIT, 0, 6, "txn_offset_commit", "TxnOffsetCommitRequest",
-            "TxnOffsetCommitResponse"),
+            "TxnOffsetCommitResponse", codec="txn_offset_commit"),
         Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "describe_transactions", "DescribeTransactionsRequest",
             "DescribeTransactionsResponse"),
         Api(ApiKey.LIST_TRANSACTIONS, 0, 2, "list_transactions", "ListTransactionsRequest",

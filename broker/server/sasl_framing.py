@@ -37,17 +37,21 @@ HANDSHAKE_KEY = struct.pack(">h", ApiKey.SASL_HANDSHAKE)
 
 @dataclass(frozen=True, slots=True)
 class Answer:
+    """Send these bytes and go on."""
+
     data: bytes
 
 
 @dataclass(frozen=True, slots=True)
 class Fail:
+    """Authentication failed: send these bytes (if any), then close."""
+
     data: bytes | None
 
 
 @dataclass(frozen=True, slots=True)
 class Close:
-    pass
+    """Close the connection without an answer."""
 
 
 Verdict = Answer | Fail | Close | None

@@ -126,6 +126,7 @@ class Server:
                         nursery.start_soon(self._flush_trace)
                 async with trio.open_nursery() as conn_nursery:
                     accept_scopes = await self._start_listeners(conn_nursery, securities)
+                    nursery.start_soon(self._close_idle_connections)
                     if self.config.admin_listen or self.config.schema_registry or self.config.console:
                         from broker.http.endpoints import serve_endpoints  # HTTP only when asked for
 
@@ -178,6 +179,20 @@ class Server:
         while True:
             await trio.sleep(0.5)
             self.tracer.flush()
+
+    async def _close_idle_connections(self) -> None:
+        """connections.max.idle.ms: an idle connection is closed (Kafka's Selector looks at the least recently
+        active one at each poll; here a look at all of them a few times per idle period, at most each second,
+        which spares the connections a timer per read)."""
+        idle_s = self.config.connections_max_idle_ms / 1000
+        if idle_s <= 0:
+            return
+        while True:
+            await trio.sleep(min(idle_s / 4, 1.0))
+            now = trio.current_time()
+            for conn in list(self._connections):
+                if conn.idle(now, idle_s):
+                    conn.close_idle()
 
     async def _start_coordinators(self) -> None:
         """The group and transaction coordinators start with the first request that needs them, or here,

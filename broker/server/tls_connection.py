@@ -26,17 +26,8 @@ class TlsConnection(Connection):
             await self.stream.aclose()
         await trio.aclose_forcefully(self.stream)
 
-    async def _receive(self, idle_s: float) -> bytes | None:
-        if self._slots or idle_s <= 0:
-            return await self.stream.receive_some(RECV_SIZE)
-        # Idle: nothing in flight and no bytes for connections.max.idle.ms. (A cancelled receive leaves an
-        # SSLStream unusable, so the wait is bounded only when nothing is in flight.)
-        with trio.move_on_after(idle_s) as idle:
-            data: bytes = await self.stream.receive_some(RECV_SIZE)
-        if idle.cancelled_caught:
-            log.info("closing idle connection %s", self.peer)
-            return b""
-        return data
+    async def _receive(self) -> bytes | None:
+        return await self.stream.receive_some(RECV_SIZE)
 
     def _send(self, out: list[bytes]) -> None:
         self._unsent.extend(out)

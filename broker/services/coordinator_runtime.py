@@ -152,6 +152,9 @@ class CoordinatorRuntime:
     def topic(self) -> Topic:
         """The coordinator's topic, created on first use; TopicError(COORDINATOR_NOT_AVAILABLE) while a
         cluster creates it."""
+        topic = self.topics.get(self.topic_name)
+        if topic is not None and topic.partitions:  # there (a cluster's with its partitions): nothing to create
+            return topic
         topic = self._internal_topic(self.topic_name)
         if isinstance(topic, ErrorCode):
             raise TopicError("COORDINATOR_NOT_AVAILABLE", "The coordinator is not available.")

@@ -48,6 +48,8 @@ class UpgradeType(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class FeatureUpdate:
+    """One feature of an UpdateFeatures request: its name, the level asked for and how."""
+
     name: str
     level: int
     upgrade_type: int  # UpgradeType's value, or anything a client sent
@@ -55,6 +57,8 @@ class FeatureUpdate:
 
 @dataclass(frozen=True, slots=True)
 class UpdateOutcome:
+    """The answer to an UpdateFeatures request: its error and each update's."""
+
     error: ErrorCode
     message: str | None
     results: list[tuple[str, ErrorCode, str | None]]  # per update (v0-1 answers list them)

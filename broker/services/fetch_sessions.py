@@ -256,11 +256,12 @@ class FetchContext:
     requested: list[tuple[PartitionKey, CachedPartition]] = field(default_factory=list)
     forgotten: list[PartitionKey] = field(default_factory=list)
 
-    def respond(self, cache: FetchSessionCache, answers: list[Mapping[str, Any]],
+    def respond(self, cache: FetchSessionCache, answers: list[Mapping[str, Any] | None],
                 now: int) -> tuple[ErrorCode, int, list[int]]:
         """(top-level error, session id, indexes into `partitions` of the partitions to answer), given each
         read partition's answer (a Fetch response partition: records, high_watermark, log_start_offset,
-        error_code) in `partitions` order."""
+        error_code) in `partitions` order; an incremental fetch's reader may give None for a partition of the
+        session with nothing new (no records, the high watermark and log start offset it was last told)."""
         if self.kind is ContextKind.SESSION_ERROR:
             return self.error, INVALID_SESSION_ID, []
         everything = list(range(len(answers)))
@@ -292,6 +293,8 @@ class FetchContext:
         session.epoch = next_epoch(session.epoch)
         answered = []
         for index, (key, answer) in enumerate(zip(self.keys, answers, strict=True)):
+            if answer is None:
+                continue
             cached_partition = session.partitions[key]
             if cached_partition.must_respond(answer, update=True):
                 answered.append(index)

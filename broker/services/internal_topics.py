@@ -4,6 +4,7 @@ the stored batches back (broker/services/coordinator_runtime.py replays them).""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=65536)  # asked at every write of a group or transaction: the ids in use recur
 def partition_for(key: str, partitions: int) -> int:
     """The coordinator partition of a group or transactional id: Kafka's `Utils.abs(key.hashCode) % n`, where
     Utils.abs is Math.abs with Integer.MIN_VALUE taken to 0 (not the partitioner's `n & 0x7fffffff`: the two

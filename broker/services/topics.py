@@ -71,6 +71,8 @@ def validate_topic_name(name: str | None) -> None:
 
 @dataclass(slots=True, eq=False)
 class Partition:
+    """One partition of a topic: its log and producer state where this broker holds a replica."""
+
     topic: str
     index: int
     log: PartitionLog | None  # None where this broker is not a replica
@@ -99,6 +101,8 @@ class Partition:
 
 @dataclass(slots=True)
 class Topic:
+    """A topic: its id, its partitions and its config overrides."""
+
     name: str
     topic_id: uuid.UUID
     partitions: list[Partition]
@@ -456,7 +460,7 @@ class TopicManager:
             path.unlink(missing_ok=True)
             return
         data = {"name": topic.name, "topic_id": str(topic.topic_id), "hosted": hosted, "configs": topic.configs}
-        write_atomically(path, json.dumps(data))
+        write_atomically(path, json.dumps(data), sync=self.config.durable_data_dir)
 
     # -- disk -----------------------------------------------------------------------------------
     def _open_partitions(self, topic: Topic, indexes: Iterable[int], now_ms: int, *,
@@ -479,7 +483,7 @@ class TopicManager:
     def _write_meta(self, topic: Topic, num_partitions: int) -> None:
         data = {"name": topic.name, "topic_id": str(topic.topic_id), "partitions": num_partitions,
                 "configs": topic.configs}
-        write_atomically(self._meta_dir / f"{topic.name}.json", json.dumps(data))
+        write_atomically(self._meta_dir / f"{topic.name}.json", json.dumps(data), sync=self.config.durable_data_dir)
 
     def _load(self, now_ms: int) -> None:
         clean = had_clean_shutdown(self.data_dir)

@@ -9,6 +9,7 @@ in-process), retried until each partition has its COMMIT/ABORT control batch; th
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections import defaultdict
@@ -60,19 +61,29 @@ TxnWriteError = CoordinatorWriteError  # a transit not written: the error its re
 
 def transit_value(transit: TxnTransit) -> bytes:
     # Kafka writes an Empty transaction's partitions as a null array.
-    partitions: dict[str, list[int]] = defaultdict(list)
-    for topic, index in sorted(transit.partitions):
-        partitions[topic].append(index)
+    if transit.state is TxnState.EMPTY:
+        partitions = None
+    elif len(transit.partitions) == 1:
+        ((topic, index),) = transit.partitions
+        partitions = ((topic, (index,)),)
+    else:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, index in sorted(transit.partitions):
+            by_topic[topic].append(index)
+        partitions = tuple((t, tuple(ps)) for t, ps in by_topic.items())
     return encode_txn_value(TxnValue(
         producer_id=transit.producer_id, producer_epoch=transit.producer_epoch, timeout_ms=transit.timeout_ms,
-        status=transit.state.code,
-        partitions=None if transit.state is TxnState.EMPTY else tuple(
-            (t, tuple(ps)) for t, ps in partitions.items()),
-        last_update_ms=transit.update_ms, start_ms=transit.start_ms,
+        status=transit.state.code, partitions=partitions, last_update_ms=transit.update_ms,
+        start_ms=transit.start_ms,
         # TV2 transactions are written as Kafka 4 does: TransactionLogValue v1 with its tagged fields.
         **({"previous_producer_id": transit.last_producer_id, "next_producer_id": transit.next_producer_id,
             "client_transaction_version": transit.client_transaction_version}
            if transit.client_transaction_version >= 2 else {})))
+
+
+@functools.lru_cache(maxsize=65536)  # the same few ids write again and again
+def transit_key(transactional_id: str) -> bytes:
+    return encode_txn_key(TxnKey(transactional_id))
 
 
 def transit_from_value(transactional_id: str, value: TxnValue) -> TxnTransit:
@@ -149,8 +160,7 @@ class TxnService:
         TxnWriteError if that fails."""
         value = None if transit.state is TxnState.DEAD else transit_value(transit)
         try:
-            return self.runtime.append(transit.transactional_id,
-                                       [(encode_txn_key(TxnKey(transit.transactional_id)), value)],
+            return self.runtime.append(transit.transactional_id, [(transit_key(transit.transactional_id), value)],
                                        timestamp=transit.update_ms, now_ms=self.clock.now_ms())
         except CoordinatorWriteError as exc:
             self.coordinator.abandon(transit)
@@ -206,23 +216,28 @@ class TxnService:
                 await done.wait()
         return error
 
-    def apply_now(self, transit: TxnTransit | None, error: ErrorCode) -> ErrorCode:
-        """`apply` without awaiting, when the durability is immediate (`Durability.immediate`, one broker):
-        after Prepare* the markers are appended at once, and Complete* written, before the answer; markers that
-        must be retried go on in the background."""
+    def apply_now(self, transit: TxnTransit | None, error: ErrorCode) -> tuple[ErrorCode, Callable[[], None] | None]:
+        """`apply` without awaiting, when the durability is immediate (`Durability.immediate`, one broker): the
+        transit is written now; the answer's error, and after Prepare* what follows the answer (`then`): the
+        markers appended at once (those that must be retried go on in the background) and Complete* written.
+        The caller runs `then` before any other request is served, as soon as its answer is sent (Kafka, too,
+        answers EndTxn once Prepare* is durable): nobody sees the transaction between the two."""
         if transit is None:
-            return error
+            return error, None
         try:
             self.write_now(transit)
         except TxnWriteError as exc:
-            return exc.error
+            return exc.error, None
         if transit.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-            retry = self._markers_now(transit)
-            if retry:
-                self._start_markers(transit, retry)
-            else:
-                self._complete_now(transit.transactional_id)
-        return error
+            return error, lambda: self._end_now(transit)
+        return error, None
+
+    def _end_now(self, transit: TxnTransit) -> None:
+        retry = self._markers_now(transit)
+        if retry:
+            self._start_markers(transit, retry)
+        else:
+            self._complete_now(transit.transactional_id)
 
     def _markers_now(self, transit: TxnTransit) -> dict[str, list[int]]:
         """Append the transaction's markers (durable at once); the partitions whose marker must be retried."""

@@ -92,8 +92,8 @@ def _scope(config: pytest.Config) -> str:
 
 def _settings(config: pytest.Config, data_dir: Path) -> dict[str, Any]:
     """BrokerThread settings of a fixture broker from the command line. Its data dir is the test's temporary
-    one: a stop closes the logs without syncing them (durable_stop)."""
-    changes: dict[str, Any] = {"durable_stop": False}
+    one: nothing is synced, neither what it writes nor its logs at the stop (durable_data_dir)."""
+    changes: dict[str, Any] = {"durable_data_dir": False}
     if config.getoption("--minibroker-trace", default="off") != "off":
         changes["trace_file"] = str(data_dir.parent / (data_dir.name + "-trace.jsonl"))
     kafka_version = config.getoption("--minibroker-kafka-version", default=None)

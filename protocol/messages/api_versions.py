@@ -19,6 +19,8 @@ _ENTRY = I16  # api_key, min_version, max_version: three INT16s
 
 @dataclass(slots=True)
 class ApiVersionsRequest:
+    """An ApiVersions request's fields (v3+: the client's software; v5: the cluster and node it means)."""
+
     client_software_name: str | None = None
     client_software_version: str | None = None
     cluster_id: str | None = None  # v5 (KIP-1242): the cluster and node the client means to reach

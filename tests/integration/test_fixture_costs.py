@@ -1,7 +1,8 @@
-"""What a test pays for its fixture broker beyond its own work, counted rather than timed: the stop of a
-fixture broker syncs nothing (its data dir is thrown away), a client dropped before the broker stops closes its
-connection while the broker still runs, and one kept past the stop retries a dead address until it is
-destroyed (docs/testing/fixtures.md: clients first, then the broker)."""
+"""What a test pays for its fixture broker beyond its own work, counted rather than timed: a fixture broker
+syncs nothing, neither what it creates (its metadata, the coordinators' 50-partition topics, a producer-id
+block) nor its logs when it stops (its data dir is thrown away), a client dropped before the broker stops
+closes its connection while the broker still runs, and one kept past the stop retries a dead address until it
+is destroyed (docs/testing/fixtures.md: clients first, then the broker)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,56 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.testkit import BrokerThread
 
 
 def _syncs_during(monkeypatch: pytest.MonkeyPatch, action: Any) -> int:
-    """fsync and fdatasync calls made by anything in this process while `action()` runs."""
+    """fsync, fdatasync and syncfs calls made by anything in this process while `action()` runs."""
+    from broker.log import syncfs
+
     calls = []
-    for name in ("fsync", "fdatasync"):
-        real = getattr(os, name)
-        monkeypatch.setattr(os, name, lambda fd, _real=real: (calls.append(fd), _real(fd))[1])
+    for module, name in ((os, "fsync"), (os, "fdatasync"), (syncfs, "syncfs")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda fd, _real=real: (calls.append(fd), _real(fd))[1])
     action()
     monkeypatch.undo()
     return len(calls)
+
+
+def _first_group_and_transaction(bootstrap: str) -> None:
+    """What a test's first steps make a broker create: a topic, `__consumer_offsets` (a group's first
+    message), `__transaction_state` and a producer-id block (one transaction)."""
+    _with_partitions(bootstrap, 1)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["orders"])
+    deadline = time.monotonic() + 30
+    message = None
+    while message is None and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+    assert message is not None and message.error() is None, message
+    consumer.commit(message, asynchronous=False)
+    consumer.close()
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "tx"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("orders", b"order-2")
+    producer.commit_transaction(30)
+
+
+def test_a_fixture_broker_syncs_nothing_it_creates(minibroker_server, monkeypatch) -> None:
+    assert _syncs_during(monkeypatch, lambda: _first_group_and_transaction(minibroker_server.bootstrap)) == 0
+
+
+def test_a_broker_of_a_kept_data_dir_syncs_what_it_creates(tmp_path: Path, monkeypatch) -> None:
+    broker = BrokerThread(tmp_path / "data").start()
+    try:
+        # Each topic's metadata (orders and the two internal topics) and the producer-id block: file and rename.
+        assert _syncs_during(monkeypatch, lambda: _first_group_and_transaction(broker.bootstrap)) >= 8
+    finally:
+        broker.stop()
 
 
 def _with_partitions(bootstrap: str, count: int) -> None:
