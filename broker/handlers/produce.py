@@ -174,7 +174,8 @@ def _verified_now(ctx: RequestContext, req: Any) -> dict[tuple[str, int], ErrorC
 
 def _unverified(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], tuple[int, int]]:
     """The partitions whose transactional batch needs verifying (none if verification is off), and the
-    producer's (id, epoch)."""
+    producer's (id, epoch). Each such partition remembers the batch's sequence while it is verified, so that a
+    later batch whose verification succeeds does not get ahead of it (ProducerStateManager.start_verification)."""
     broker = ctx.broker
     txn_id = req.transactional_id
     add = ctx.header.api_version >= IMPLICIT_ADD_FROM
@@ -193,6 +194,8 @@ def _unverified(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], t
                 continue
             header = parse_batch_header(records)
             if not partition.producers.has_ongoing_transaction(header.producer_id, header.producer_epoch):
+                partition.producers.start_verification(header.producer_id, header.producer_epoch,
+                                                       header.base_sequence, broker.now_ms(), add)
                 wanted.append((topic_data.name, pdata.index))
                 producer = (header.producer_id, header.producer_epoch)
     return wanted, producer

@@ -9,6 +9,9 @@ appended batch (a transactional one opens the producer's transaction at its base
 aborted transaction records it in the aborted index (Kafka's per-segment .txnindex, kept here as one
 list ordered by marker offset), which `aborted_transactions` searches as Kafka's
 collectAbortedTransactions does. `first_unstable_offset` / `last_stable_offset` give the LSO.
+`start_verification` remembers, while a producer's first transactional batch here is being verified (KIP-890),
+the lowest sequence seen, so that a later batch cannot be appended ahead of an earlier one whose verification
+failed (Kafka's VerificationStateEntry; in memory only, as Kafka's).
 
 Time is passed in. The state is rebuilt from a snapshot plus the batch headers after it (`replay`; a
 control batch's type is in its record key, so the caller passes a reader for those only).
@@ -88,6 +91,26 @@ class AbortedTxn:
     last_stable_offset: int
 
 
+@dataclass(slots=True)
+class VerificationState:
+    """Kafka's VerificationStateEntry: a producer's transactional batches being verified with the transaction
+    coordinator before its first one here is appended; no batch of its above `lowest_seq` is appended until
+    then (the batch at `lowest_seq` may have failed its verification and be retried)."""
+
+    created_ms: int
+    lowest_seq: int
+    epoch: int
+    supports_epoch_bump: bool  # transaction version 2: its markers carry the next transaction's epoch
+
+    def update(self, first_seq: int, epoch: int) -> None:
+        """Kafka's maybeUpdateLowestSequenceAndEpoch: a lower sequence at the same epoch, or a newer epoch (its
+        sequences start again)."""
+        if epoch == self.epoch and first_seq < self.lowest_seq:
+            self.lowest_seq = first_seq
+        if epoch > self.epoch:
+            self.epoch, self.lowest_seq = epoch, first_seq
+
+
 # (control type, coordinator epoch) of a stored control batch, or None when it holds no end marker
 MarkerReader = Callable[[Any], "tuple[int, int] | None"]
 
@@ -117,28 +140,38 @@ class ProducerStateManager:
         # a snapshot's are inserted sorted): the first key is the first unstable offset.
         self.ongoing_txns: dict[int, int] = {}
         self.aborted: list[AbortedTxn] = []  # ordered by last_offset (marker offset)
+        self.verifying: dict[int, VerificationState] = {}  # producer id -> its transaction being verified
 
     # --- data batches ---------------------------------------------------------------------------------
 
     def check(self, producer_id: int, epoch: int, first_seq: int, last_offset_delta: int,
               is_transactional: bool = False) -> Check:
         """Validate a client batch from its header fields (Kafka's analyzeAndValidateProducerState and
-        ProducerAppendInfo.appendDataBatch): duplicate, epoch, sequence, then transaction state."""
+        ProducerAppendInfo.appendDataBatch): duplicate, epoch, a verification in progress, sequence, then
+        transaction state."""
         if producer_id == NO_PRODUCER_ID:
             return APPEND
         last_seq = increment_sequence(first_seq, last_offset_delta)
         entry = self.producers.get(producer_id)
+        if entry is not None:
+            duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
+            if duplicate is not None:
+                return Check(Verdict.DUPLICATE, duplicate=duplicate)
+            if epoch < entry.epoch:
+                return Check(Verdict.REJECT, "INVALID_PRODUCER_EPOCH",
+                             f"Epoch of producer {producer_id} in {self.partition} is {epoch}, which is smaller "
+                             f"than the last seen epoch {entry.epoch}")
+        verifying = self.verifying.get(producer_id)
+        if verifying is not None and first_seq > verifying.lowest_seq:
+            # An earlier batch of this transaction is still to be verified and appended (its verification may
+            # have failed and be retried): this one must not get ahead of it.
+            return Check(Verdict.REJECT, "OUT_OF_ORDER_SEQUENCE_NUMBER",
+                         f"Out of order sequence number for producer {producer_id} in {self.partition}: "
+                         f"{first_seq} (incoming seq. number), {verifying.lowest_seq} (earliest seen sequence)")
         if entry is None:
             # A producer this partition has no state for (never seen, or expired): any first sequence is
             # accepted, as Kafka 3.x and 4.x do (ProducerAppendInfo.checkSequence with no current epoch).
             return APPEND
-        duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
-        if duplicate is not None:
-            return Check(Verdict.DUPLICATE, duplicate=duplicate)
-        if epoch < entry.epoch:
-            return Check(Verdict.REJECT, "INVALID_PRODUCER_EPOCH",
-                         f"Epoch of producer {producer_id} in {self.partition} is {epoch}, which is smaller "
-                         f"than the last seen epoch {entry.epoch}")
         if epoch != entry.epoch:
             if first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
                 return Check(Verdict.REJECT, "OUT_OF_ORDER_SEQUENCE_NUMBER",
@@ -172,9 +205,24 @@ class ProducerStateManager:
             entry.batches.append(BatchMetadata(first_seq, increment_sequence(first_seq, last_offset_delta),
                                                first_offset, first_offset + last_offset_delta, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
-        if is_transactional and entry.current_txn_first_offset is None:
-            entry.current_txn_first_offset = first_offset
-            self.ongoing_txns[first_offset] = producer_id
+        if is_transactional:
+            self.verifying.pop(producer_id, None)  # its transaction has its first offset here
+            if entry.current_txn_first_offset is None:
+                entry.current_txn_first_offset = first_offset
+                self.ongoing_txns[first_offset] = producer_id
+
+    def start_verification(self, producer_id: int, epoch: int, first_seq: int, now_ms: int,
+                           supports_epoch_bump: bool = False) -> None:
+        """A transactional batch of a producer without an open transaction here at `epoch` goes to be verified
+        (Kafka's UnifiedLog.maybeStartTransactionVerification): remember its sequence, the lowest of those
+        being verified, until the producer's first transactional batch (or a marker) is appended."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return
+        state = self.verifying.get(producer_id)
+        if state is None:
+            self.verifying[producer_id] = VerificationState(now_ms, first_seq, epoch, supports_epoch_bump)
+        else:
+            state.update(first_seq, epoch)
 
     def check_coordinator_append(self, producer_id: int, epoch: int) -> str | None:
         """A coordinator's write for a producer (TxnOffsetCommit's batch on `__consumer_offsets`): no sequence to
@@ -233,6 +281,12 @@ class ProducerStateManager:
         entry.coordinator_epoch = coordinator_epoch
         entry.current_txn_first_offset = None
         entry.last_timestamp = timestamp
+        verifying = self.verifying.get(producer_id)
+        # The transaction is complete: its verification is over, unless (transaction version 2) the marker
+        # carries the epoch of the next transaction, whose first batch is being verified (Kafka's
+        # isV2NextTransactionStarted).
+        if verifying is not None and not (verifying.supports_epoch_bump and verifying.epoch == producer_epoch):
+            del self.verifying[producer_id]
         return aborted
 
     # --- last stable offset and the aborted index -------------------------------------------------------
@@ -294,6 +348,9 @@ class ProducerStateManager:
                    if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= expiration_ms]
         for pid in expired:
             del self.producers[pid]
+        # Verifications never followed by an append (Kafka's removeExpiredProducers drops them too).
+        for pid in [pid for pid, v in self.verifying.items() if now_ms - v.created_ms >= expiration_ms]:
+            del self.verifying[pid]
         return expired
 
     def remove_before(self, offset: int) -> None:

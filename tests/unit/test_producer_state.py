@@ -226,6 +226,59 @@ def test_markers_epochs_and_fencing() -> None:
     assert state.check(77, 0, 0, 0).verdict is Verdict.APPEND
 
 
+def test_a_batch_may_not_overtake_an_earlier_one_still_being_verified() -> None:
+    # KIP-890 (Kafka's VerificationStateEntry.lowestSequence): sequence 0's verification failed (retriable), so
+    # sequence 1, verified since, must not become the producer's first batch here: OUT_OF_ORDER_SEQUENCE_NUMBER
+    # until sequence 0 is appended. Without this a producer that saw sequence 1 acknowledged takes 0 as written.
+    state = ProducerStateManager("t-0")
+    state.start_verification(PID, 0, 0, now_ms=1000)  # sequence 0 goes to be verified, and fails
+    state.start_verification(PID, 0, 1, now_ms=1001)  # sequence 1 goes, and is verified
+    check = state.check(PID, 0, 1, 0, True)
+    assert (check.verdict, check.error) == (Verdict.REJECT, "OUT_OF_ORDER_SEQUENCE_NUMBER")
+    assert "0 (earliest seen sequence)" in check.message
+    assert _txn(state, PID, 0, 1, 0).verdict is Verdict.APPEND  # sequence 0 retried
+    assert state.verifying == {}  # the transaction has its first offset: no verification any more
+    assert _txn(state, PID, 1, 1, 1).verdict is Verdict.APPEND
+
+
+def test_verification_state_follows_the_lowest_sequence_and_the_newest_epoch() -> None:
+    state = ProducerStateManager("t-0")
+    state.start_verification(PID, 0, 3, now_ms=1000)
+    state.start_verification(PID, 0, 1, now_ms=1000)  # a lower sequence of the same epoch
+    assert state.verifying[PID].lowest_seq == 1
+    state.start_verification(PID, 0, 2, now_ms=1000)
+    assert state.verifying[PID].lowest_seq == 1
+    assert state.check(PID, 0, 1, 0, True).verdict is Verdict.APPEND
+    state.start_verification(PID, 1, 0, now_ms=1000)  # a bumped epoch starts its sequences again
+    assert (state.verifying[PID].epoch, state.verifying[PID].lowest_seq) == (1, 0)
+    state.start_verification(PID, 0, 0, now_ms=1000)  # an older epoch changes nothing
+    assert state.verifying[PID].epoch == 1
+    # A producer with an open transaction at the epoch needs no verification.
+    _txn(state, 5, 0, 1, 0)
+    state.start_verification(5, 0, 1, now_ms=1000)
+    assert 5 not in state.verifying
+
+
+def test_verification_state_ends_with_a_marker_or_expires() -> None:
+    state = ProducerStateManager("t-0")
+    state.start_verification(PID, 0, 0, now_ms=1000)
+    state.complete_txn(PID, 0, False, 0, 0, 1000)  # transaction version 1: the marker ends it
+    assert PID not in state.verifying
+    # Transaction version 2: a marker at the epoch being verified belongs to the previous transaction (its
+    # marker carries the next epoch), so the verification goes on (Kafka's isV2NextTransactionStarted).
+    state.start_verification(PID, 2, 0, now_ms=1000, supports_epoch_bump=True)
+    state.complete_txn(PID, 2, True, 0, 1, 1000)
+    assert state.verifying[PID].epoch == 2
+    state.complete_txn(PID, 3, True, 0, 2, 1000)
+    assert PID not in state.verifying
+    # A verification never followed by an append is forgotten after producer.id.expiration.ms.
+    state.start_verification(9, 0, 0, now_ms=1000)
+    state.expire(30_000, 30_000)
+    assert 9 in state.verifying
+    state.expire(31_000, 30_000)
+    assert state.verifying == {}
+
+
 def test_aborted_transactions_overlapping_a_fetch_range() -> None:
     state = ProducerStateManager("t-0")
     _txn(state, 1, 0, 5, 0)  # 0-4, abort marker at 5
