@@ -14,6 +14,7 @@ own credentials for that listener (broker.security.client_side).
 from __future__ import annotations
 
 import logging
+import select
 import struct
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -48,6 +49,18 @@ async def tcp_connector(host: str, port: int) -> trio.abc.Stream:
     stream = await trio.open_tcp_stream(host, port)
     stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
     return stream
+
+
+def _closed_by_peer(stream: trio.abc.Stream) -> bool:
+    """Readable between requests, when nothing is expected: the peer closed the connection (or broke the
+    protocol). Streams without a socket (in tests) are taken as open."""
+    transport = getattr(stream, "transport_stream", stream)
+    sock = getattr(transport, "socket", None)
+    if sock is None:
+        return False
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _response_spec_name(api_key: int) -> str:
@@ -114,6 +127,11 @@ class BrokerClient:
             raise BrokerUnavailable(f"{self.name}: undecodable {ApiKey(api_key).name} response: {exc}") from exc
 
     async def _connected(self) -> trio.abc.Stream:
+        if self._stream is not None and _closed_by_peer(self._stream):
+            # Kafka's NetworkClient notices a connection the other broker closed (its connections.max.idle.ms)
+            # while idle; sending into it would fail this request for nothing.
+            log.debug("%s at %s:%d closed the idle connection: reconnecting", self.name, self.host, self.port)
+            self._drop()
         if self._stream is None:
             self._buffer.clear()
             stream = await self._connector(self.host, self.port)
