@@ -144,6 +144,27 @@ def txn_errors(s: Session) -> None:
     describe_txn(s, "describe an unknown id", s.name("unknown"))
 
 
+@scenario()
+def txn_verification_order(s: Session) -> None:
+    """KIP-890: a transaction's first batch on a partition fails its verification (the partition was not added
+    yet); a later sequence, verified since, is refused (OUT_OF_ORDER_SEQUENCE_NUMBER) until the first one is
+    written, so that it can never get ahead of it. Both then go in order."""
+    topic, txn = s.name("t"), s.name("txn")
+    create_topic(s, "create", topic)
+    find_txn_coordinator(s, txn)
+    first = first_init(s, "init", txn)
+    pid, epoch = first.get("producer_id", -1), first.get("producer_epoch", -1)
+    produce(s, "sequence 0 before adding: not verified", topic, txn_batch([b"s0"], pid, epoch, 0),
+            transactional_id=txn)
+    add_partitions(s, "add partition 0", txn, pid, epoch, topic)
+    produce(s, "sequence 1 ahead of sequence 0", topic, txn_batch([b"s1"], pid, epoch, 1), transactional_id=txn)
+    produce(s, "sequence 0 again", topic, txn_batch([b"s0"], pid, epoch, 0), transactional_id=txn)
+    produce(s, "sequence 1 again", topic, txn_batch([b"s1"], pid, epoch, 1), transactional_id=txn)
+    end(s, "commit", txn, pid, epoch, True)
+    wait_state(s, "commit completed", txn, {"CompleteCommit"})
+    fetch(s, "read_committed sees both in order", topic, 0, isolation_level=1)
+
+
 @scenario(config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"})
 def txn_timeout(s: Session) -> None:
     """A transaction open for longer than its timeout is aborted by the broker with the epoch bumped: the
