@@ -45,6 +45,8 @@ from zk.znodes import BrokerRegistration, Endpoint
 
 if TYPE_CHECKING:
     from broker.cluster.marker_channel import MarkerChannel
+    from broker.cluster.share_state_channel import ShareStateChannel
+    from broker.config.kafka_versions import VersionProfile
     from broker.services.marker_writer import MarkerWriter
 
 log = logging.getLogger(__name__)
@@ -388,6 +390,12 @@ class ZkCluster:
 
         return MarkerChannel(self.node_id, self.topics, local, self.metadata,
                              self.config.replica_socket_timeout_ms / 1000)
+
+    def share_coordinators(self, versions: VersionProfile) -> ShareStateChannel:
+        """The other brokers' share coordinators, as the share persister reaches them."""
+        from broker.cluster.share_state_channel import ShareStateChannel
+
+        return ShareStateChannel(self.node_id, self.metadata, versions, self.config.replica_socket_timeout_ms / 1000)
 
     def not_controller(self) -> bool:
         """CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go to the controller in ZooKeeper

@@ -22,6 +22,16 @@ class GroupConfigError(ValueError):
     pass
 
 
+def duration_ms(text: str) -> int:
+    """An ISO-8601 duration of share.auto.offset.reset's `by_duration:` (PnDTnHnMn.nS, checked by _DURATION), in
+    milliseconds."""
+    found = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text)
+    if found is None:
+        raise GroupConfigError(f"not a duration: {text!r}")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
+    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
     name: str
