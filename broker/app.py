@@ -156,8 +156,12 @@ class Broker:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs
 
-        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json",
-                            self.versions.release)
+        path = Path(self.config.data_dir) / "meta" / "group-configs.json"
+        if self.zk_cluster is None:
+            return GroupConfigs(self.config, path, self.versions.release)
+        configs = GroupConfigs(self.config, path, self.versions.release, initial=self.zk_cluster.group_configs)
+        configs.store = self.zk_cluster.follow_group_configs(configs.replace)  # (a cluster's: in ZooKeeper)
+        return configs
 
     @functools.cached_property
     def share_coordinator(self) -> ShareCoordinatorService:

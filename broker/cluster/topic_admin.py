@@ -67,6 +67,8 @@ class ZkTopicAdmin:
         self._nursery: trio.Nursery | None = None
         # A client quota changed (/config/users, /config/clients, /config/ips): the cluster reads them again.
         self.on_quota_config_changed: Callable[[], Awaitable[None]] | None = None
+        # A group's configs changed (/config/groups/<group>): (group id, its configs).
+        self.on_group_config_changed: Callable[[str, dict[str, str]], None] | None = None
 
     async def run(self) -> None:
         """Follow the topics' config changes; auto-created topics are written in the background meanwhile."""
@@ -109,6 +111,9 @@ class ZkTopicAdmin:
                     if entity_type in (ConfigType.USER, ConfigType.CLIENT, ConfigType.IP) and \
                             self.on_quota_config_changed is not None:
                         await self.on_quota_config_changed()
+                    if entity_type == ConfigType.GROUP and self.on_group_config_changed is not None:
+                        configs = await self.zk.get_entity_config(ConfigType.GROUP, entity)
+                        self.on_group_config_changed(entity, configs)
                     if entity_type == ConfigType.TOPIC:
                         configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
                         self.topic_configs[entity] = configs

@@ -348,11 +348,10 @@ class SharePartitions:
         partition = self._led(topic_id, index)
         if isinstance(partition, ErrorCode):
             return PartitionResult(partition)
-        return self._acquire(group_id, member_id, (group_id, topic_id, index), held, partition, max_records,
-                             max_bytes, mode)
+        return self._acquire(group_id, member_id, held, partition, max_records, max_bytes, mode)
 
-    def _acquire(self, group_id: str, member_id: str, key: Key, held: _Held, partition: Partition,
-                 max_records: int, max_bytes: int, mode: ShareAcquireMode) -> PartitionResult:
+    def _acquire(self, group_id: str, member_id: str, held: _Held, partition: Partition, max_records: int,
+                 max_bytes: int, mode: ShareAcquireMode) -> PartitionResult:
         sp = held.partition
         plog = partition.log
         if sp.start_offset < plog.log_start_offset:
@@ -372,10 +371,9 @@ class SharePartitions:
         spans = [(header.base_offset, header.base_offset + header.last_offset_delta, start, end)
                  for header, start, end in headers]
         aborted = _aborted_batches(partition, [h for h, _, _ in headers]) if committed and spans else set()
+        # (The records of aborted transactions archived here are written with the next change, as Kafka does.)
         acquired = sp.acquire(member_id, [(first, last) for first, last, _, _ in spans], max_records,
                               self.clock.now_ms(), mode, aborted)
-        if aborted:  # the aborted transactions' records were archived: written with the next change
-            self._write_later(key, held)
         if not acquired:
             return PartitionResult()
         # From the batch of the first acquired record to that of the last, as Kafka slices what it read (the

@@ -120,6 +120,9 @@ class SharePersister:
             else:
                 result = await self._remote.request(leader, api_key, {"group_id": key[0], "topics": [
                     {"topic_id": key[1], "partitions": [{"partition": key[2], **partition_body}]}]})
+            if result.error in RETRIABLE:
+                log.info("share state %s of %s: %s %s", api_key.name, coordinator_key(*key), result.error.name,
+                         result.message or "")
             if result.error not in RETRIABLE or trio.current_time() + backoff > deadline:
                 if result.error in RETRIABLE:
                     log.warning("share state %s of %s: %s after %.0f s", api_key.name, coordinator_key(*key),
