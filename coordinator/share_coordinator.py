@@ -167,6 +167,12 @@ class TopicsLookup(Protocol):
 @dataclass(frozen=True, slots=True)
 class ShareCoordinatorConfig:
     snapshot_update_records_per_snapshot: int = 500  # share.coordinator.snapshot.update.records.per.snapshot
+    # How each release takes a leader epoch of -1 and a delivery complete count of -1 (recorded from 4.2, 4.3 and
+    # 4.4): 4.4 refuses the epoch and keeps the count; 4.2 and 4.3 write the state without fencing and take the
+    # count as it is, 4.2 also fences such a read when it knows a leader epoch.
+    refuse_negative_leader_epoch: bool = True
+    fence_read_without_leader_epoch: bool = False
+    keep_unknown_complete_count: bool = True
 
 
 @dataclass(slots=True)
@@ -216,7 +222,7 @@ class ShareCoordinatorShard:
             self.entries[key] = _Entry(replace(update, state_epoch=0, batches=combine((), update.batches,
                                                                                       update.start_offset)), offset)
             return
-        entry.state = _merged(entry.state, update)
+        entry.state = _merged(entry.state, update, self.config.keep_unknown_complete_count)
         entry.updates += 1
 
     def forget(self, belongs: Any) -> int:
@@ -256,10 +262,13 @@ class ShareCoordinatorShard:
             return refused
         assert entry is not None
         state = entry.state
-        if leader_epoch == self.leader_epochs.get(key):
+        if leader_epoch < 0 and self.config.fence_read_without_leader_epoch and \
+                self.leader_epochs.get(key, leader_epoch) > leader_epoch:
+            return Outcome(ErrorCode.FENCED_LEADER_EPOCH, OLDER_LEADER_EPOCH)
+        if leader_epoch < 0 or leader_epoch == self.leader_epochs.get(key):
             return Outcome(state=state)
         return Outcome(record=self._state_record(key, entry, leader_epoch, state.state_epoch, state.start_offset,
-                                                 UNKNOWN, (), now_ms), state=state)
+                                                 state.delivery_complete_count, (), now_ms), state=state)
 
     def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int, delivery_complete_count: int,
               batches: Sequence[PersisterBatch], now_ms: int) -> Outcome:
@@ -307,9 +316,10 @@ class ShareCoordinatorShard:
         entry = self.entries.get(key)
         if entry is None:
             return None, Outcome(ErrorCode.INVALID_REQUEST, uninitialized)
-        if leader_epoch < 0:
-            return None, Outcome(ErrorCode.INVALID_REQUEST, NEGATIVE_LEADER_EPOCH)
-        if leader_epoch < self.leader_epochs.get(key, leader_epoch):
+        if leader_epoch < 0:  # none given
+            if self.config.refuse_negative_leader_epoch:
+                return None, Outcome(ErrorCode.INVALID_REQUEST, NEGATIVE_LEADER_EPOCH)
+        elif leader_epoch < self.leader_epochs.get(key, leader_epoch):
             return None, Outcome(ErrorCode.FENCED_LEADER_EPOCH, OLDER_LEADER_EPOCH)
         return entry, None
 
@@ -326,7 +336,8 @@ class ShareCoordinatorShard:
         return _record(SNAPSHOT, key, ShareState(
             current.snapshot_epoch + 1, state_epoch if state_epoch != UNKNOWN else current.state_epoch,
             leader_epoch if leader_epoch != UNKNOWN else current.leader_epoch, start,
-            delivery_complete_count if delivery_complete_count != UNKNOWN else current.delivery_complete_count,
+            delivery_complete_count if delivery_complete_count != UNKNOWN or not
+            self.config.keep_unknown_complete_count else current.delivery_complete_count,
             current.create_timestamp, now_ms, combine(current.batches, batches, start)))
 
 
@@ -335,14 +346,15 @@ def _raise(epochs: dict[Key, int], key: Key, epoch: int) -> None:
         epochs[key] = epoch
 
 
-def _merged(current: ShareState, update: ShareState) -> ShareState:
+def _merged(current: ShareState, update: ShareState, keep_unknown_count: bool) -> ShareState:
     """A ShareUpdate applied to the state (Kafka's ShareCoordinatorShard.merge)."""
     start = update.start_offset if update.start_offset != UNKNOWN else current.start_offset
+    count = update.delivery_complete_count
+    if count == UNKNOWN and keep_unknown_count:
+        count = current.delivery_complete_count
     return replace(current, start_offset=start,
                    leader_epoch=update.leader_epoch if update.leader_epoch != UNKNOWN else current.leader_epoch,
-                   delivery_complete_count=update.delivery_complete_count
-                   if update.delivery_complete_count != UNKNOWN else current.delivery_complete_count,
-                   batches=combine(current.batches, update.batches, start))
+                   delivery_complete_count=count, batches=combine(current.batches, update.batches, start))
 
 
 def _key_bytes(key: Key) -> bytes:

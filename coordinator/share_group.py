@@ -28,6 +28,7 @@ from enum import Enum
 
 from coordinator.assignors import Assignment, GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType
 from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
+from coordinator.share_assignors import HashingSimpleAssignor, SimpleAssignor, java_hash_order
 from coordinator.timers import KeyedTimers
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record
@@ -76,6 +77,7 @@ class ShareGroup:
     deleting: frozenset[uuid.UUID] = frozenset()
     last_assignment_ms: int | None = None
     reassign_on_heartbeat: bool = False  # 4.1/4.2: a member left; the next heartbeat bumps the epoch again
+    assigned_initialized: TopicPartitions = field(default_factory=dict)  # what the last assignment could assign
 
     @property
     def state(self) -> ShareGroupState:
@@ -108,121 +110,7 @@ class ShareGroupConfig:
     assignment_interval_ms: int = 0  # Kafka 4.3+: share.assignment.interval.ms (1 s)
     empty_assignment_on_leave: bool = False  # Kafka 4.4
     reassign_after_leave: bool = False  # Kafka 4.1 and 4.2
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-class SimpleAssignor:
-    """Kafka 4.1's SimpleAssignor for share groups: each member hashes onto one partition of its subscription,
-    current assignments stay where they can, the rest go round robin; with more members than partitions,
-    members share partitions."""
-
-    name = "simple"
-
-    def assign(self, spec: GroupSpec, partitions: Callable[[uuid.UUID], Iterable[int] | None]
-               ) -> dict[str, dict[uuid.UUID, set[int]]]:
-        """`partitions(topic_id)`: the topic's assignable partitions (those whose share state is initialized),
-        None when the topic does not exist."""
-        if not spec.members:
-            return {}
-
-        def targets(topic_ids: Iterable[uuid.UUID]) -> list[tuple[uuid.UUID, int]]:
-            out = []
-            for topic_id in sorted(topic_ids, key=str):
-                assignable = partitions(topic_id)
-                if assignable is None:
-                    raise PartitionAssignorError(f"Members are subscribed to topic {topic_id} which doesn't exist "
-                                                 "in the topic metadata.")
-                out += [(topic_id, p) for p in sorted(assignable)]
-            return out
-
-        def hashed(member_ids: Iterable[str], parts: list[tuple[uuid.UUID, int]],
-                   into: dict[tuple[uuid.UUID, int], list[str]]) -> None:
-            if parts:
-                for member_id in member_ids:
-                    # Java's Math.abs(hashCode % size): the remainder truncates, so this is |hash| mod size.
-                    index = abs(java_string_hash(member_id)) % len(parts)
-                    into.setdefault(parts[index], []).append(member_id)
-
-        current: dict[tuple[uuid.UUID, int], list[str]] = {}
-        for member_id, member in spec.members.items():
-            for topic_id, parts in member.assignment.items():
-                for p in parts:
-                    current.setdefault((topic_id, p), []).append(member_id)
-        member_ids = list(spec.members)
-        final: dict[str, set[tuple[uuid.UUID, int]]] = {m: set() for m in member_ids}
-        if spec.subscription_type is SubscriptionType.HOMOGENEOUS:
-            subscribed = spec.members[member_ids[0]].subscribed_topic_ids
-            target = targets(subscribed)
-            if not target:
-                return {}
-            desired = -(-len(target) // len(member_ids))
-            new: dict[tuple[uuid.UUID, int], list[str]] = {}
-            hashed(member_ids, target, new)
-            for tp, members in new.items():
-                for m in members:
-                    final[m].add(tp)
-            by_partition = {tp: set(ms) for tp, ms in new.items()}
-            for tp, members in current.items():
-                if tp[0] in subscribed and tp not in new:
-                    for m in members:
-                        if m in final and len(final[m]) < desired:
-                            final[m].add(tp)
-                            by_partition.setdefault(tp, set()).add(m)
-            unassigned = [tp for tp in target if tp not in by_partition]
-            eligible = list(member_ids)
-            i = 0
-            pending = list(unassigned)
-            while pending:
-                if not eligible:
-                    raise PartitionAssignorError("Inconsistent number of member IDs")
-                member = eligible[i % len(eligible)]
-                if len(final[member]) <= desired:
-                    final[member].add(pending.pop(0))
-                    i += 1
-                else:
-                    eligible.remove(member)
-        else:
-            subscriptions = {m: targets(spec.members[m].subscribed_topic_ids) for m in member_ids
-                             if spec.members[m].subscribed_topic_ids}
-            topic_members: dict[uuid.UUID, list[str]] = {}
-            for m, parts in subscriptions.items():
-                for topic_id, _ in parts:
-                    if m not in topic_members.setdefault(topic_id, []):
-                        topic_members[topic_id].append(m)
-            new = {}
-            for m, parts in subscriptions.items():
-                hashed([m], parts, new)
-            all_targets = list(dict.fromkeys(tp for parts in subscriptions.values() for tp in parts))
-            unassigned: dict[uuid.UUID, list[tuple[uuid.UUID, int]]] = {}
-            for tp in all_targets:
-                if tp not in new and tp not in current:
-                    unassigned.setdefault(tp[0], []).append(tp)
-            for topic_id, parts in unassigned.items():
-                members = topic_members[topic_id]
-                for i, tp in enumerate(parts):
-                    new.setdefault(tp, []).append(members[i % len(members)])
-            for tp, members in new.items():
-                for m in members:
-                    final[m].add(tp)
-            for tp, members in current.items():
-                for m in members:
-                    if m in topic_members.get(tp[0], ()) and tp not in new:
-                        final[m].add(tp)
-        out: dict[str, dict[uuid.UUID, set[int]]] = {}
-        for member_id, tps in final.items():
-            assignment: dict[uuid.UUID, set[int]] = {}
-            for topic_id, p in tps:
-                assignment.setdefault(topic_id, set()).add(p)
-            out[member_id] = assignment
-        return out
+    balanced_assignor: bool = True  # Kafka 4.2+'s simple assignor (4.1's hashes members onto partitions)
 
 
 # Timer keys: ("share-session", group id, member id), ("share-assign", group id, "")
@@ -237,7 +125,7 @@ class ShareGroupCoordinator:
         self.topics = topics
         self.groups: dict[str, ShareGroup] = {}
         self.timers: KeyedTimers[tuple[str, str, str]] = KeyedTimers()
-        self.assignor = SimpleAssignor()
+        self.assignor = SimpleAssignor() if config.balanced_assignor else HashingSimpleAssignor()
         self.other_group_type: Callable[[str], str | None] | None = None
         # Called with (group id, member id) when a member leaves or is fenced: its acquired records go back.
         self.on_member_gone: Callable[[str, str], None] | None = None
@@ -353,7 +241,10 @@ class ShareGroupCoordinator:
         before = dict(member.assigned_partitions)
         group_epoch = group.group_epoch
         metadata_changed = self._metadata_changed(group, new_names, member_id)
-        if changed or group.group_epoch == 0 or metadata_changed or group.reassign_on_heartbeat:
+        # Share partitions initialized since the last assignment was computed: a new one is needed (if one is
+        # pending, at a later group epoch, it will have them).
+        initialized = group.group_epoch == group.assignment_epoch and group.initialized != group.assigned_initialized
+        if changed or group.group_epoch == 0 or metadata_changed or group.reassign_on_heartbeat or initialized:
             group_epoch += 1
             self._store_epoch(group, group_epoch, now_ms)  # StoreError: nothing changed
             group.reassign_on_heartbeat = False
@@ -420,11 +311,9 @@ class ShareGroupCoordinator:
         return wanted
 
     def _metadata_changed(self, group: ShareGroup, names: tuple[str, ...], member_id: str) -> bool:
-        """Whether the partitions the group may be assigned changed: its topics, their partition counts, and which
-        of their partitions have share state."""
+        """Whether the group's topics or their partition counts changed."""
         topics = set(group.subscribed_topics()) | set(names)
-        signature = hash(tuple(sorted((n, self.topics.partition_count(tid),
-                                       tuple(sorted(group.initialized.get(tid, ())))) for n in topics
+        signature = hash(tuple(sorted((n, self.topics.partition_count(tid)) for n in topics
                                       if (tid := self.topics.topic_id(n)) is not None)))
         if signature != group.metadata_hash:
             group.metadata_hash = signature
@@ -433,7 +322,8 @@ class ShareGroupCoordinator:
 
     def _assign(self, group: ShareGroup, epoch: int, now_ms: int) -> None:
         specs = {}
-        for member_id, member in group.members.items():
+        for member_id in java_hash_order(group.members):  # as Kafka's HashMap of the members iterates
+            member = group.members[member_id]
             ids = frozenset(tid for tid in (self.topics.topic_id(n) for n in member.subscribed_topic_names)
                             if tid is not None)
             specs[member_id] = MemberSpec(ids, group.target_assignment.get(member_id, {}))
@@ -453,6 +343,7 @@ class ShareGroupCoordinator:
                                    for m in group.members}
         group.group_epoch = group.assignment_epoch = epoch
         group.last_assignment_ms = now_ms
+        group.assigned_initialized = dict(group.initialized)
 
     def _leave(self, group_id: str, member_id: str, now_ms: int) -> ShareHeartbeatResult:
         group = self.groups.get(group_id)

@@ -1,6 +1,7 @@
 """AlterShareGroupOffsets (KIP-932): a new share-partition start offset for partitions of an empty share group
 (NON_EMPTY_GROUP while it has members): the group coordinator initializes their state again at the share
-coordinator, at the group's epoch. A group not there yet is created empty, as Kafka 4.2+ does."""
+coordinator, at the group's epoch. A group not there yet is created empty, as Kafka 4.2+ does; Kafka 4.1 answers
+without a partition and changes nothing (recorded: share_group_epochs)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
 
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not broker.versions.since("4.2"):  # Kafka 4.1 answers with no partition and changes nothing (recorded)
+        return answer(ErrorCode.NONE)
     elsewhere = groups.runtime.error_for(req.group_id)
     if elsewhere:
         return answer(elsewhere)

@@ -480,16 +480,16 @@ class GroupService:
 
 
 def share_epochs_of(config: BrokerConfig) -> dict[str, Any]:
-    """How the profile's release numbers share group epochs (recorded from the real releases:
-    tests/reference/recorded/*/share_group_epochs.json): Kafka 4.1 and 4.2 bump a group's epoch once more at the
-    first heartbeat after a member left; 4.3 starts groups at epoch 1 and computes a group's assignment at most
-    every share.assignment.interval.ms (its default, 1 s); 4.4 also brings the empty group's assignment epoch up
-    to date when the last member leaves."""
+    """How the profile's release numbers share group epochs and assigns their partitions (recorded from the real
+    releases: tests/reference/recorded/*/share_group_epochs.json): Kafka 4.1 and 4.2 bump a group's epoch once
+    more at the first heartbeat after a member left, and 4.1 hashes members onto partitions (4.2 balances them);
+    4.3 starts groups at epoch 1 and computes a group's assignment at most every share.assignment.interval.ms (its
+    default, 1 s); 4.4 also brings the empty group's assignment epoch up to date when the last member leaves."""
     from broker.config.kafka_versions import check_release, release_key
 
     release = release_key(check_release(config.kafka_version))
     if release < (4, 3):
-        return {"reassign_after_leave": True}
+        return {"reassign_after_leave": True, "balanced_assignor": release >= (4, 2)}
     return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
 
 

@@ -68,8 +68,7 @@ class ShareCoordinatorService:
         self.config = config
         self.topics = topics
         self.clock = clock
-        self.shard = ShareCoordinatorShard(
-            ShareCoordinatorConfig(config.share_coordinator_snapshot_update_records_per_snapshot), _Topics(topics))
+        self.shard = ShareCoordinatorShard(share_coordinator_config(config), _Topics(topics))
         self.runtime = CoordinatorRuntime(SHARE_STATE_TOPIC, "share partition state(s)", self, topics,
                                           internal_topic, appender, durability, clock, per_partition=per_partition)
         self.loaded = self.runtime.loaded
@@ -158,6 +157,18 @@ class ShareCoordinatorService:
                 continue
             partition.producers.remove_before(plog.log_start_offset)
             log.info("pruned %s-%d below offset %d", SHARE_STATE_TOPIC, index, plog.log_start_offset)
+
+
+def share_coordinator_config(config: BrokerConfig) -> ShareCoordinatorConfig:
+    """The share coordinator as the profile's release answers (recorded from 4.2, 4.3 and 4.4:
+    share_coordinator_state_apis; 4.1 as 4.2)."""
+    from broker.config.kafka_versions import check_release, release_key
+
+    release = release_key(check_release(config.kafka_version))
+    return ShareCoordinatorConfig(config.share_coordinator_snapshot_update_records_per_snapshot,
+                                  refuse_negative_leader_epoch=release >= (4, 4),
+                                  fence_read_without_leader_epoch=release < (4, 3),
+                                  keep_unknown_complete_count=release >= (4, 4))
 
 
 class _StateLoad:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import uuid
 
 from coordinator.assignors import GroupSpec, MemberSpec, SubscriptionType
+from coordinator.share_assignors import HashingSimpleAssignor, SimpleAssignor, java_hash_order, java_string_hash
 from coordinator.share_coordinator import PersisterBatch, combine
-from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, SimpleAssignor, java_string_hash
+from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator
 from coordinator.share_partition import AcknowledgeType, AcquiredRange, RecordState, ShareAcquireMode, SharePartition
 from protocol.header import ErrorCode
 from tests.unit.test_consumer_group_coordinator import Log, Topics
@@ -182,18 +183,45 @@ def test_records_of_aborted_transactions_are_archived_unread() -> None:
     assert sp.acquire("a", [(2, 4)], 10, 0, aborted={2}) == [] and sp.start_offset == 5
 
 
-def test_simple_assignor_shares_a_partition_between_members() -> None:
+def test_kafka_41_simple_assignor_shares_a_partition_between_members() -> None:
     t = uuid.uuid4()
     spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b", "c")}, SubscriptionType.HOMOGENEOUS)
-    out = SimpleAssignor().assign(spec, lambda _: [0])
+    out = HashingSimpleAssignor().assign(spec, lambda _: [0])
     assert all(out[m] == {t: {0}} for m in "abc")
     spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b")}, SubscriptionType.HOMOGENEOUS)
-    out = SimpleAssignor().assign(spec, lambda _: range(6))
+    out = HashingSimpleAssignor().assign(spec, lambda _: range(6))
     assert set().union(*(out[m][t] for m in "ab")) == set(range(6))
     # Only the partitions whose share state is initialized are assigned.
-    out = SimpleAssignor().assign(spec, lambda _: [1, 4])
+    out = HashingSimpleAssignor().assign(spec, lambda _: [1, 4])
     assert set().union(*(out[m].get(t, set()) for m in "ab")) == {1, 4}
     assert java_string_hash("hello") == 99162322 and java_string_hash("member-é") == java_string_hash("member-é")
+
+
+def test_kafka_42_simple_assignor_balances_then_keeps() -> None:
+    t, u = uuid.uuid4(), uuid.uuid4()
+    a, b, c = "a" * 22, "b" * 22, "c" * 22
+    # The first member has both partitions; a second takes one of them (recorded from 4.2 to 4.4: one each).
+    spec = GroupSpec({b: MemberSpec(frozenset({t})), a: MemberSpec(frozenset({t}), {t: frozenset({0, 1})})},
+                     SubscriptionType.HOMOGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda _: [0, 1])
+    assert sorted(len(out[m][t]) for m in (a, b)) == [1, 1] and out[a][t] | out[b][t] == {0, 1}
+    # More members than partitions: each partition shared by ceil(3 / 2) members, the four assignments spread
+    # 2, 1, 1 (Kafka's desired counts).
+    spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in (a, b, c)}, SubscriptionType.HOMOGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda _: [0, 1])
+    assert [len(out[m][t]) for m in (a, b, c)] == [2, 1, 1]
+    assert sorted(sum(p in out[m][t] for m in (a, b, c)) for p in (0, 1)) == [2, 2]
+    # Members keep what they have where the balance allows.
+    spec = GroupSpec({a: MemberSpec(frozenset({t}), {t: frozenset({2, 3})}), b: MemberSpec(frozenset({t}),
+                                                                                            {t: frozenset({0, 1})})},
+                     SubscriptionType.HOMOGENEOUS)
+    assert SimpleAssignor().assign(spec, lambda _: range(4)) == {a: {t: {2, 3}}, b: {t: {0, 1}}}
+    # Heterogeneous subscriptions: each topic balanced between its own subscribers.
+    spec = GroupSpec({a: MemberSpec(frozenset({t})), b: MemberSpec(frozenset({t, u}))}, SubscriptionType.HETEROGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda topic: range(2) if topic == t else range(3))
+    assert len(out[a][t]) == len(out[b][t]) == 1 and out[b][u] == {0, 1, 2}
+    # Kafka takes the members in the order of a Java HashMap of their ids.
+    assert java_hash_order([a, b]) == [b, a]
 
 
 def hb(c: ShareGroupCoordinator, member: str, epoch: int, now: int, topics: list[str] | None = None):
