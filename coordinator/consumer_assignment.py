@@ -6,9 +6,11 @@ owns are given once it has released them). Pure: the coordinator writes the reco
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import struct
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from coordinator.assignors import (
     ASSIGNORS,
@@ -22,15 +24,26 @@ from coordinator.assignors import (
 from coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
-    GroupRecord,
     MemberState,
     target_assignment_record,
     target_epoch_record,
 )
-from coordinator.group_interfaces import GroupError, TopicsView
+from coordinator.group_interfaces import GroupError, GroupRecord, TopicsView
 from protocol.header import ErrorCode
 
 log = logging.getLogger(__name__)
+
+
+def metadata_hash(subscribed: Iterable[str], topics: TopicsView) -> int:
+    """A hash of the subscribed topics' ids and partition counts (0 for none): a change bumps the group epoch.
+    (Kafka hashes more, with its own function; only equality matters.)"""
+    names = sorted(subscribed)
+    digest = hashlib.blake2b(digest_size=8)
+    for name in names:
+        topic_id = topics.topic_id(name)
+        if topic_id is not None:
+            digest.update(name.encode() + b"\0" + topic_id.bytes + struct.pack(">i", topics.partition_count(topic_id)))
+    return struct.unpack(">q", digest.digest())[0] if names else 0
 
 
 def member_spec(group: ConsumerGroup, member: ConsumerGroupMember, assignment: Assignment,

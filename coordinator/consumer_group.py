@@ -20,14 +20,14 @@ from enum import Enum
 from typing import Any
 
 from coordinator.assignors import Assignment, SubscriptionType
+from coordinator.group_interfaces import (
+    EVENTS_KEPT,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    GroupRecord,
+    tombstone,
+)
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType
-
-EVENTS_KEPT = 100
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
-GroupRecord = tuple[GroupRecordType, dict[str, Any], dict[str, Any] | None]  # (type, key, value or tombstone)
 
 
 class MemberState(Enum):
@@ -58,6 +58,24 @@ class ConsumerGroupState(Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol (JoinGroup/SyncGroup) keeps in a consumer group (KIP-848
+    mixed membership): its session timeout and its protocols as it joined with them, in its order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol it is answered with: its first (Kafka's supportedClassicProtocols().iterator().next())."""
+        return self.protocols[0][0]
+
+    def record(self) -> dict[str, Any]:
+        return {"session_timeout_ms": self.session_timeout_ms,
+                "supported_protocols": [{"name": n, "metadata": m} for n, m in self.protocols]}
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     member_epoch: int = 0
@@ -73,6 +91,11 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # a member that uses the classic protocol
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def replace(self, **changes: Any) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)
@@ -87,7 +110,7 @@ class ConsumerGroupMember:
     def subscription_equals(self, other: ConsumerGroupMember) -> bool:
         """Whether the subscription record (ConsumerGroupMemberMetadataValue) would be the same."""
         keys = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
-                "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor")
+                "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor", "classic")
         return all(getattr(self, k) == getattr(other, k) for k in keys)
 
     def assignment_equals(self, other: ConsumerGroupMember) -> bool:
@@ -169,6 +192,33 @@ class ConsumerGroup:
     def is_subscribed_to(self, topic: str) -> bool:
         return topic in self.subscribed_topics
 
+    # -- members of the classic protocol (KIP-848 mixed membership) ------------------------------------------
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols: a classic member joins with the consumer protocol type
+        and a protocol every classic member already in the group supports."""
+        if protocol_type != "consumer":
+            return False
+        names = set(names)
+        if not self.members:
+            return bool(names)
+        classic = [m.classic for m in self.members.values() if m.classic is not None]
+        return any(all(name in {n for n, _ in c.protocols} for c in classic) for name in names)
+
+    def all_members_use_classic_except(self, leaving: Iterable[str]) -> bool:
+        leaving = set(leaving)
+        return all(m.uses_classic_protocol for mid, m in self.members.items() if mid not in leaving)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member in UNRELEASED_PARTITIONS still waits for a partition of its target that another member
+        owns (a classic member is told to rejoin once they are all free)."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target_assignment.get(member.member_id, {}).items():
+            mine = member.assigned_partitions.get(topic_id, frozenset())
+            if any(p not in mine and self.current_partition_epoch(topic_id, p) != -1 for p in partitions):
+                return True
+        return False
+
     # -- subscriptions, as they would be after a member change (Kafka's computeSubscribed*) ----------------
     def subscribed_topics_after(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
                                 ) -> dict[str, SubscriptionCount]:
@@ -230,11 +280,9 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        if not transactional and api_version < 9 and not member.uses_classic_protocol:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return _check_member_epoch(member, member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch."""
@@ -243,9 +291,7 @@ class ConsumerGroup:
         member = self.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return _check_member_epoch(member, member_epoch)
 
     # -- replay: the only way the group changes ----------------------------------------------------------
     def update_member(self, new: ConsumerGroupMember, now_ms: int) -> None:
@@ -352,6 +398,13 @@ class ConsumerGroup:
             self.state_timestamp_ms = now_ms
 
 
+def _check_member_epoch(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
+    """Kafka's ConsumerGroup.validateMemberEpoch: a classic member names its generation (ILLEGAL_GENERATION)."""
+    if epoch == member.member_epoch:
+        return ErrorCode.NONE
+    return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+
+
 def subscription_type(regexes: Mapping[str, int], topics: Mapping[str, SubscriptionCount], members: int
                       ) -> SubscriptionType:
     """Kafka's ConsumerGroup.subscriptionType: homogeneous when every member subscribes to the same topics
@@ -394,6 +447,15 @@ def _assignment_from(entries: Iterable[Mapping[str, Any]] | None) -> dict[uuid.U
     return out
 
 
+def _classic_metadata(value: Mapping[str, Any] | None) -> ClassicMemberMetadata | None:
+    """A record's ClassicMemberMetadata: null for a consumer-protocol member (Kafka writes the null; an absent
+    field decodes as a struct of defaults, without protocols, which no classic member has)."""
+    if value is None or not value["supported_protocols"]:
+        return None
+    return ClassicMemberMetadata(value["session_timeout_ms"], tuple((p["name"], bytes(p["metadata"]))
+                                                                    for p in value["supported_protocols"]))
+
+
 def epoch_record(group_id: str, epoch: int, metadata_hash: int) -> GroupRecord:
     return (GroupRecordType.CONSUMER_GROUP_METADATA, {"group_id": group_id},
             {"epoch": epoch, "metadata_hash": metadata_hash})
@@ -404,7 +466,8 @@ def member_subscription_record(group_id: str, member: ConsumerGroupMember) -> Gr
             {"instance_id": member.instance_id, "rack_id": member.rack_id, "client_id": member.client_id,
              "client_host": member.client_host, "subscribed_topic_names": list(member.subscribed_topic_names),
              "subscribed_topic_regex": member.subscribed_topic_regex,
-             "rebalance_timeout_ms": member.rebalance_timeout_ms, "server_assignor": member.server_assignor})
+             "rebalance_timeout_ms": member.rebalance_timeout_ms, "server_assignor": member.server_assignor,
+             "classic_member_metadata": None if member.classic is None else member.classic.record()})
 
 
 def target_assignment_record(group_id: str, member_id: str, assignment: Assignment) -> GroupRecord:
@@ -430,10 +493,6 @@ def regex_record(group_id: str, regex: str, resolved: ResolvedRegex) -> GroupRec
             {"topics": sorted(resolved.topics), "version": resolved.version, "timestamp": resolved.timestamp_ms})
 
 
-def tombstone(kind: GroupRecordType, group_id: str, **key: str) -> GroupRecord:
-    return (kind, {"group_id": group_id, **key}, None)
-
-
 def member_tombstones(group_id: str, member_id: str) -> list[GroupRecord]:
     """Kafka's removeMember: current assignment, target assignment, then subscription."""
     return [tombstone(GroupRecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group_id, member_id=member_id),
@@ -441,15 +500,15 @@ def member_tombstones(group_id: str, member_id: str) -> list[GroupRecord]:
             tombstone(GroupRecordType.CONSUMER_GROUP_MEMBER_METADATA, group_id, member_id=member_id)]
 
 
-def group_tombstones(group: ConsumerGroup) -> list[GroupRecord]:
-    """Kafka's ConsumerGroup.createGroupTombstoneRecords: everything the group wrote, deleted."""
+def group_tombstones(group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> list[GroupRecord]:
+    """Kafka's ConsumerGroup.createGroupTombstoneRecords: everything the group wrote, deleted (`member_ids`: its
+    members but with a replaced static member's new id, createGroupTombstoneRecordsWithReplacedMember)."""
     gid = group.group_id
-    records = [tombstone(GroupRecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, member_id=m)
-               for m in group.members]
-    records += [tombstone(GroupRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, gid, member_id=m)
-                for m in group.members]
+    ids = list(group.members if member_ids is None else member_ids)
+    records = [tombstone(GroupRecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, member_id=m) for m in ids]
+    records += [tombstone(GroupRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, gid, member_id=m) for m in ids]
     records.append(tombstone(GroupRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, gid))
-    records += [tombstone(GroupRecordType.CONSUMER_GROUP_MEMBER_METADATA, gid, member_id=m) for m in group.members]
+    records += [tombstone(GroupRecordType.CONSUMER_GROUP_MEMBER_METADATA, gid, member_id=m) for m in ids]
     records += [tombstone(GroupRecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, gid, regular_expression=r)
                 for r in group.resolved_regexes]
     records.append(tombstone(GroupRecordType.CONSUMER_GROUP_PARTITION_METADATA, gid))
@@ -490,7 +549,8 @@ def replay(groups: dict[str, ConsumerGroup], record: GroupRecord, now_ms: int) -
             instance_id=value["instance_id"], rack_id=value["rack_id"], client_id=value["client_id"],
             client_host=value["client_host"], subscribed_topic_names=tuple(value["subscribed_topic_names"]),
             subscribed_topic_regex=value["subscribed_topic_regex"],
-            rebalance_timeout_ms=value["rebalance_timeout_ms"], server_assignor=value["server_assignor"]), now_ms)
+            rebalance_timeout_ms=value["rebalance_timeout_ms"], server_assignor=value["server_assignor"],
+            classic=_classic_metadata(value.get("classic_member_metadata"))), now_ms)
     elif kind is GroupRecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
         if value is None:
             group.remove_target(key["member_id"])

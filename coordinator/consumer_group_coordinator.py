@@ -1,8 +1,9 @@
 """Kafka 4.1's KIP-848 consumer group protocol as pure logic: ConsumerGroupHeartbeat (join, heartbeat, leave,
 static members), session and rebalance timeouts, ConsumerGroupDescribe, and the member epoch checks of
 OffsetCommit/OffsetFetch. Beside it: the target assignment and each member's reconciliation towards it
-(coordinator/consumer_assignment.py), regular expression subscriptions (consumer_group_regex.py), and the
-conversion of an empty classic group (group_conversion.py).
+(coordinator/consumer_assignment.py), regular expression subscriptions (consumer_group_regex.py), the members that
+speak the classic protocol and the online migration between classic and consumer groups
+(consumer_group_classic.py, group_conversion.py).
 
 Follows GroupMetadataManager.consumerGroupHeartbeat and its helpers (4.1): every change is a list of records
 computed from the group as it is; the records are written to `__consumer_offsets` through the injected store,
@@ -12,9 +13,7 @@ the shell fires with `tick`.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -24,16 +23,12 @@ from coordinator.assignors import (
     Assignment,
     SubscriptionType,
 )
-from coordinator.consumer_assignment import next_assignment, target_assignment
+from coordinator.consumer_assignment import metadata_hash, next_assignment, target_assignment
 from coordinator.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
-    GroupRecord,
     MemberState,
-    SubscriptionCount,
     current_assignment_record,
     epoch_record,
     group_tombstones,
@@ -43,25 +38,35 @@ from coordinator.consumer_group import (
     subscription_type,
     target_assignment_record,
     target_epoch_record,
-    tombstone,
 )
+from coordinator.consumer_group_classic import CLASSIC_JOIN, CLASSIC_SYNC, ClassicProtocolMembers
 from coordinator.consumer_group_describe import DescribedGroup, describe_groups
 from coordinator.consumer_group_regex import regex_update, resolve_regexes
+from coordinator.consumer_heartbeat_checks import check_member_epoch, owned_partitions, validate_request
 from coordinator.group_conversion import consumer_group_for
-from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
-from coordinator.timers import KeyedTimers
-from protocol.group_records import GroupKey, encode_key
+from coordinator.group_interfaces import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    GroupError,
+    GroupRecord,
+    RecordStore,
+    StoreError,
+    TopicsView,
+    tombstone,
+)
+from coordinator.timers import SESSION, MemberTimers
+from protocol.group_records import GroupKey, encode_group_value, encode_key
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record
 
 if TYPE_CHECKING:
+    from coordinator.group import Group
     from coordinator.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 METADATA_REFRESH_INTERVAL_MS = 2**31 - 1  # Kafka 4.1: refreshed on topic changes, not on a period
-_CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,9 @@ class ConsumerGroupConfig:
     # Kafka 4.4: the last member leaving brings the empty target assignment up to the group epoch (KAFKA-20442),
     # and the next member to join is assigned at once.
     empty_assignment_on_leave: bool = False
+    # Kafka 4.3+: a classic member rejoins when its epoch is behind the group's assignment epoch (the group epoch
+    # before: with batched assignments the group epoch may be ahead while the assignment waits).
+    classic_rejoin_at_assignment_epoch: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,23 +102,10 @@ class HeartbeatResult:
 
 
 # Timer keys: (kind, group id, member id)
-_SESSION = "session"
-_REBALANCE = "rebalance"
 _ASSIGN = "assign"  # a group's batched target assignment (Kafka 4.3+)
 
 
-def _topic_partitions(entries: Iterable[Mapping[str, object]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
-    if entries is None:
-        return None
-    out: dict[uuid.UUID, frozenset[int]] = {}
-    for entry in entries:
-        topic_id = entry["topic_id"]
-        assert isinstance(topic_id, uuid.UUID)
-        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(entry["partitions"])  # type: ignore[arg-type]
-    return out
-
-
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ClassicProtocolMembers):
     def __init__(self, config: ConsumerGroupConfig, store: RecordStore, topics: TopicsView,
                  classic: GroupCoordinator | None = None) -> None:
         self.config = config
@@ -118,8 +113,7 @@ class ConsumerGroupCoordinator:
         self.topics = topics
         self.classic = classic
         self.groups: dict[str, ConsumerGroup] = {}
-        self.timers: KeyedTimers[tuple[str, str, str]] = KeyedTimers()
-        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.timers = MemberTimers()
         self.rebalances = 0
         # Kafka's lastMetadataImageWithNewTopics: the topics' version when a topic last appeared.
         self.topics_version = 0
@@ -127,24 +121,31 @@ class ConsumerGroupCoordinator:
         # The type of a group id this coordinator does not own: "simple" (offsets only), "classic-empty",
         # "classic", "share", or None (the shell wires it to the other coordinators).
         self.other_group_type: Callable[[str], str | None] | None = None
-        # Called once a GroupMetadata tombstone (an empty classic group converted) is durable.
-        self.on_classic_converted: Callable[[str], None] | None = None
 
     # == records ================================================================================
-    def _commit(self, group_id: str, records: list[GroupRecord], now_ms: int) -> None:
-        """Write the records (StoreError if that fails: nothing changed), then apply them."""
-        if not records:
+    def _commit(self, group_id: str, records: list[GroupRecord], now_ms: int,
+                downgraded: tuple[Group, bool] | None = None) -> None:
+        """Write the records (StoreError if that fails: nothing changed), then apply them. A GroupMetadata
+        tombstone lets the classic coordinator's group go (it became this consumer group); `downgraded`, the
+        classic group this one became (and whether it rebalances), is written last, as a GroupMetadata record,
+        and handed to the classic coordinator."""
+        if not records and downgraded is None:
             return
-        encoded = [encode_key(GroupKey(key["group_id"])) if kind is GroupRecordType.GROUP_METADATA else None
-                   for kind, key, _value in records]
-        self.store.write(group_id, [(k, None) if k is not None else encode_group_record(kind, key, value)
-                                    for k, (kind, key, value) in zip(encoded, records, strict=True)], now_ms)
+        encoded = [(encode_key(GroupKey(key["group_id"])), None) if kind is GroupRecordType.GROUP_METADATA
+                   else encode_group_record(kind, key, value) for kind, key, value in records]
+        if downgraded is not None:
+            classic = downgraded[0]
+            encoded.append((encode_key(GroupKey(group_id)), encode_group_value(classic.metadata_value(
+                {m.member_id: m.assignment for m in classic.members.values()}))))
+        self.store.write(group_id, encoded, now_ms)
         for record in records:
             if record[0] is GroupRecordType.GROUP_METADATA:
-                if self.on_classic_converted is not None:
-                    self.on_classic_converted(group_id)
+                if self.classic is not None:
+                    self.classic.demote_to_simple(group_id)
             else:
                 replay(self.groups, record, now_ms)
+        if downgraded is not None:
+            self._adopt(downgraded[0], downgraded[1], now_ms)
 
     def load(self, records: Iterable[GroupRecord], now_ms: int) -> None:
         """Replay `__consumer_offsets` records after a restart; members get a fresh session (Kafka's onLoaded)."""
@@ -156,8 +157,9 @@ class ConsumerGroupCoordinator:
         for group in self.groups.values():
             group.request_metadata_refresh()
             for member in group.members.values():
-                self._schedule_session(group.group_id, member.member_id, now_ms)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_session(group.group_id, member.member_id, now_ms,
+                                       member.classic.session_timeout_ms if member.classic is not None else None)
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                     self._schedule_rebalance(group.group_id, member, now_ms)
 
     def unload(self, belongs: Callable[[str], bool]) -> int:
@@ -180,18 +182,8 @@ class ConsumerGroupCoordinator:
             if any(group.is_subscribed_to(name) for name in names) or created:
                 group.request_metadata_refresh()
 
-    def _metadata_hash(self, subscribed: Mapping[str, SubscriptionCount]) -> int:
-        """A hash of the subscribed topics' ids and partition counts: a change bumps the group epoch. (Kafka
-        hashes more, with its own function; only equality matters.)"""
-        digest = hashlib.blake2b(digest_size=8)
-        for name in sorted(subscribed):
-            topic_id = self.topics.topic_id(name)
-            if topic_id is None:
-                continue
-            digest.update(name.encode() + b"\0" + topic_id.bytes + struct.pack(">i",
-                                                                                 self.topics.partition_count(topic_id)))
-        value = struct.unpack(">q", digest.digest())[0]
-        return value if subscribed else 0
+    def _metadata_hash(self, subscribed: Iterable[str]) -> int:
+        return metadata_hash(subscribed, self.topics)
 
     # == ConsumerGroupHeartbeat ==================================================================
     def heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
@@ -200,53 +192,19 @@ class ConsumerGroupCoordinator:
                   topic_partitions: list[Mapping[str, object]] | None, client_id: str, client_host: str,
                   api_version: int, now_ms: int) -> HeartbeatResult:
         try:
-            self._validate_request(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
-                                   subscribed_topic_names, subscribed_topic_regex, server_assignor,
-                                   topic_partitions, api_version)
+            validate_request(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                             subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions,
+                             api_version, self.config.assignors)
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(group_id, instance_id, member_id, member_epoch, now_ms)
             return self._heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                                    subscribed_topic_names, subscribed_topic_regex, server_assignor,
-                                   _topic_partitions(topic_partitions), client_id, client_host, now_ms)
+                                   owned_partitions(topic_partitions), client_id, client_host, now_ms)
         except GroupError as exc:
             return HeartbeatResult(exc.error, exc.message)
         except StoreError as exc:
             log.error("group %s: storing records failed: %s", group_id, exc)
             return HeartbeatResult(exc.error, str(exc))
-
-    def _validate_request(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
-                          rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None,
-                          regex: str | None, assignor: str | None, owned: list[Mapping[str, object]] | None,
-                          api_version: int) -> None:
-        """Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-        def blank(value: str | None) -> bool:
-            return value is not None and not value.strip()
-
-        if (api_version >= _CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or member_epoch > 0
-                or member_epoch == LEAVE_GROUP_MEMBER_EPOCH) and blank(member_id):
-            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
-        if blank(group_id) or group_id is None:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
-        if blank(instance_id):
-            raise GroupError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
-        if blank(rack_id):
-            raise GroupError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        if member_epoch == 0:
-            if rebalance_timeout_ms == -1:
-                raise GroupError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
-            if owned is None or owned:
-                raise GroupError(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            if names is None and regex is None:
-                raise GroupError(ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex "
-                                 "must be non-null when (re-)joining.")
-        elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if instance_id is None:
-                raise GroupError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
-        elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise GroupError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
-        if assignor is not None and assignor not in self.config.assignors:
-            raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported. "
-                             f"Supported assignors: {', '.join(self.config.assignors)}.")
 
     def _group_for_heartbeat(self, group_id: str, create: bool, records: list[GroupRecord],
                              now_ms: int) -> ConsumerGroup:
@@ -255,6 +213,8 @@ class ConsumerGroupCoordinator:
         if group is not None:
             return group
         other = self.other_group_type(group_id) if self.other_group_type is not None else None
+        if other == "classic" and create:  # a classic group with members: the online upgrade
+            return self._upgrade(group_id, records, now_ms)
         group = consumer_group_for(group_id, other, create, self.config.migration_policy, records, now_ms)
         if self.config.initial_epoch:  # in memory only: the first member's join writes the next epoch
             group.set_epochs(now_ms, group_epoch=self.config.initial_epoch,
@@ -296,7 +256,7 @@ class ConsumerGroupCoordinator:
             server_assignor=assignor if assignor is not None else member.server_assignor,
             subscribed_topic_names=tuple(sorted(set(names))) if names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
-            client_id=client_id, client_host=client_host)
+            client_id=client_id, client_host=client_host, classic=None)
 
         bump = group.group_epoch == 0 or new_group
         if not updated.subscription_equals(member) or member_id not in group.members:
@@ -313,23 +273,16 @@ class ConsumerGroupCoordinator:
         if bump or group.metadata_expired(now_ms):
             group_epoch, sub_type = self._update_subscription_metadata(group, bump, member, updated, records, now_ms)
 
-        assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
-        if assigned:
-            target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
-                                       self.config.assignors[0])
-            target_epoch = group_epoch
-        else:
-            target_epoch = group.assignment_epoch
-            target = group.target_of(updated.member_id, updated.instance_id)
-
-        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
-        self._commit(group_id, records, now_ms)
-        if assigned:  # (a new group exists once its records are replayed)
-            self.groups[group_id].last_assignment_ms = now_ms
+        reconciled = self._assign_and_reconcile(group, group_epoch, member, updated, sub_type, owned, records, now_ms)
         self._after_reconcile(group_id, updated if reconciled is None else reconciled, reconciled is not None,
                               now_ms)
         final = reconciled if reconciled is not None else updated
         self._schedule_session(group_id, member_id, now_ms)
+        if new_group:  # the members of a classic group converted for this one get their sessions
+            for other_member in self.groups[group_id].members.values():
+                if other_member.classic is not None:
+                    self._schedule_session(group_id, other_member.member_id, now_ms,
+                                           other_member.classic.session_timeout_ms)
         if refresh:
             self._refresh_regexes(group_id, now_ms)
 
@@ -349,12 +302,15 @@ class ConsumerGroupCoordinator:
             member = ConsumerGroupMember(member_id)
             log.info("[GroupId %s] Member %s joins the consumer group using the consumer protocol.",
                      group.group_id, member_id)
-        self._check_epoch(member, epoch, owned)
+        check_member_epoch(member, epoch, owned)
         return member
 
     def _static_member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str,
                        owned: dict[uuid.UUID, frozenset[int]] | None, create: bool,
-                       records: list[GroupRecord]) -> ConsumerGroupMember:
+                       records: list[GroupRecord], classic: bool = False) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember: a new instance takes the place of the instance
+        id's member, its target assignment too, once that member left, unless one of them speaks the classic
+        protocol (`classic`: the one joining; no epoch to check)."""
         existing = group.static_member(instance_id)
         if create:
             if existing is None:
@@ -362,7 +318,8 @@ class ConsumerGroupCoordinator:
                 log.info("[GroupId %s] Static member %s with instance id %s joins the consumer group.",
                          group.group_id, member_id, instance_id)
                 return member
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol \
+                    and not classic:
                 raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {instance_id} cannot join the group "
                                  f"because the instance id is owned by {existing.member_id} member.")
@@ -382,25 +339,9 @@ class ConsumerGroupCoordinator:
         if existing.member_id != member_id:
             raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                              f"{instance_id} was fenced by member {existing.member_id}.")
-        self._check_epoch(existing, epoch, owned)
+        if not classic:
+            check_member_epoch(existing, epoch, owned)
         return existing
-
-    @staticmethod
-    def _check_epoch(member: ConsumerGroupMember, received: int,
-                     owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a member one epoch behind that owns no more than
-        it was given lost a response and is let through."""
-        if received > member.member_epoch:
-            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
-                             f"({received}) than the one known by the group coordinator ({member.member_epoch}). "
-                             "The member must abandon all its partitions and rejoin.")
-        if received < member.member_epoch:
-            subset = owned is not None and all(
-                parts <= member.assigned_partitions.get(topic_id, frozenset()) for topic_id, parts in owned.items())
-            if received != member.previous_member_epoch or not subset:
-                raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member "
-                                 f"epoch ({received}) than the one known by the group coordinator "
-                                 f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
 
     # -- regular expressions (their resolution: coordinator/consumer_group_regex.py) ----------
     def _refresh_regexes(self, group_id: str, now_ms: int) -> None:
@@ -448,6 +389,26 @@ class ConsumerGroupCoordinator:
         return epoch, sub_type
 
     # -- reconciliation (Kafka's CurrentAssignmentBuilder: coordinator/consumer_assignment.py) --
+    def _assign_and_reconcile(self, group: ConsumerGroup, group_epoch: int, member: ConsumerGroupMember,
+                              updated: ConsumerGroupMember, sub_type: SubscriptionType,
+                              owned: dict[uuid.UUID, frozenset[int]] | None, records: list[GroupRecord],
+                              now_ms: int) -> ConsumerGroupMember | None:
+        """A new target assignment when the group epoch moved past the last one (and one may be computed now), the
+        member's next step towards its target, all written; the member reconciled (None: unchanged)."""
+        assigned = group_epoch > group.assignment_epoch and self._assign_now(group, now_ms)
+        if assigned:
+            target = target_assignment(group, group_epoch, member, updated, sub_type, records, self.topics,
+                                       self.config.assignors[0])
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.assignment_epoch
+            target = group.target_of(updated.member_id, updated.instance_id)
+        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
+        self._commit(group.group_id, records, now_ms)
+        if assigned:  # (a new group exists once its records are replayed)
+            self.groups[group.group_id].last_assignment_ms = now_ms
+        return reconciled
+
     def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int,
                          target: Assignment, owned: dict[uuid.UUID, frozenset[int]] | None,
                          records: list[GroupRecord]) -> ConsumerGroupMember | None:
@@ -469,8 +430,7 @@ class ConsumerGroupCoordinator:
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             self._schedule_rebalance(group_id, member, now_ms)
         else:
-            self.timers.cancel((_REBALANCE, group_id, member.member_id))
-            self._rebalance_epochs.pop((group_id, member.member_id), None)
+            self.timers.cancel_rebalance(group_id, member.member_id)
 
     # == leaving and fencing =====================================================================
     def _leave(self, group_id: str, instance_id: str | None, member_id: str, member_epoch: int,
@@ -508,6 +468,9 @@ class ConsumerGroupCoordinator:
         if not members:
             return
         gid = group.group_id
+        if self._may_downgrade(group, {m.member_id for m in members}):
+            self._downgrade(group, {m.member_id for m in members}, now_ms)
+            return
         records: list[GroupRecord] = []
         for member in members:
             records += member_tombstones(gid, member.member_id)
@@ -541,20 +504,20 @@ class ConsumerGroupCoordinator:
             self._fence([member], group, now_ms)
         except StoreError as exc:
             log.error("group %s: fencing member %s failed: %s; trying again later", group_id, member_id, exc)
-            self.timers.schedule((_SESSION, group_id, member_id), now_ms + 1_000)
+            self.timers.schedule((SESSION, group_id, member_id), now_ms + 1_000)
 
     # == timers ==================================================================================
-    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
-        self.timers.schedule((_SESSION, group_id, member_id), now_ms + self.config.session_timeout_ms)
+    def _schedule_session(self, group_id: str, member_id: str, now_ms: int, timeout_ms: int | None = None) -> None:
+        """The member's session: group.consumer.session.timeout.ms, or a classic member's own."""
+        timeout_ms = self.config.session_timeout_ms if timeout_ms is None else timeout_ms
+        self.timers.schedule((SESSION, group_id, member_id), now_ms + timeout_ms)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
-        self.timers.schedule((_REBALANCE, group_id, member.member_id), now_ms + max(member.rebalance_timeout_ms, 0))
-        self._rebalance_epochs[(group_id, member.member_id)] = member.member_epoch
+        self.timers.schedule_rebalance(group_id, member.member_id, member.member_epoch,
+                                       now_ms + max(member.rebalance_timeout_ms, 0))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timers.cancel((_SESSION, group_id, member_id))
-        self.timers.cancel((_REBALANCE, group_id, member_id))
-        self._rebalance_epochs.pop((group_id, member_id), None)
+        self.timers.cancel_member(group_id, member_id, CLASSIC_JOIN, CLASSIC_SYNC)
 
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
@@ -582,10 +545,15 @@ class ConsumerGroupCoordinator:
             kind, group_id, member_id = key
             if kind == _ASSIGN:
                 self._assign_by_timer(group_id, now_ms)
-            elif kind == _SESSION:
+            elif kind == SESSION:
                 self._fence_by_timer(group_id, member_id, "the member session expired", now_ms)
+            elif kind == CLASSIC_JOIN:
+                self._fence_by_timer(group_id, member_id, "the classic member failed to join within the rebalance "
+                                     "timeout", now_ms)
+            elif kind == CLASSIC_SYNC:
+                self._fence_by_timer(group_id, member_id, "the member failed to sync within timeout", now_ms)
             else:
-                epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+                epoch = self.timers.rebalance_epoch(group_id, member_id)
                 group = self.groups.get(group_id)
                 member = group.members.get(member_id) if group is not None else None
                 if member is not None and member.member_epoch == epoch:

@@ -9,13 +9,11 @@ from __future__ import annotations
 from coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
-    GroupRecord,
     ResolvedRegex,
     SubscriptionCount,
     regex_record,
-    tombstone,
 )
-from coordinator.group_interfaces import GroupError
+from coordinator.group_interfaces import GroupError, GroupRecord, tombstone
 from coordinator.topic_regex import InvalidRegex, compile_regex, matching_topics
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType

@@ -362,12 +362,14 @@ class Group:
         return self.subscribed_topics is None or topic in self.subscribed_topics
 
     # -- what DescribeGroups and ListGroups show ---------------------------------------------------------
-    def summary(self) -> GroupDescription:
-        """Member metadata and assignments only once they are settled (Kafka's GroupMetadata.summary)."""
+    def summary(self, assignments_while_rebalancing: bool = False) -> GroupDescription:
+        """Member metadata only once the group is Stable, assignments too (Kafka 3's GroupMetadata.summary) or
+        always (`assignments_while_rebalancing`: Kafka 4's ClassicGroupMember.describeNoMetadata)."""
         stable = self.is_in(GroupState.STABLE)
         protocol = self.protocol_name if stable and self.protocol_name else ""
+        shown = stable or assignments_while_rebalancing
         members = [MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                     m.metadata(protocol) if stable else b"", m.assignment if stable else b"")
+                                     m.metadata(protocol) if stable else b"", m.assignment if shown else b"")
                    for m in self.members.values()]
         return GroupDescription(self.group_id, self.state.value, self.protocol_type or "", protocol, members)
 

@@ -2,7 +2,8 @@
 request goes to the manager that owns it, membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the
 rebalance and its timers: coordinator/group_metadata_manager.py) or committed offsets (OffsetCommit,
 OffsetFetch, TxnOffsetCommit, OffsetDelete, expiry: coordinator/offset_metadata_manager.py); both work on
-the same groups. Loading `__consumer_offsets` and DeleteGroups concern both, and are here.
+the same groups. Loading `__consumer_offsets`, ListGroups, DescribeGroups and DeleteGroups concern both, and are
+here.
 
 Time comes in as `now_ms`; nothing here sleeps or does I/O. Records for `__consumer_offsets` go to an
 injected `GroupStore`.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from coordinator.group import Group, GroupConfig, GroupState
+from coordinator.group import Group, GroupConfig, GroupDescription, GroupListing, GroupState
 from coordinator.group_interfaces import GroupStore, Record
 from coordinator.group_metadata_manager import GroupMetadataManager
 from coordinator.offset_metadata_manager import OffsetMetadataManager
@@ -43,8 +44,6 @@ class GroupCoordinator:
         self.sync_group = self.membership.sync_group
         self.heartbeat = self.membership.heartbeat
         self.leave_group = self.membership.leave_group
-        self.list_groups = self.membership.list_groups
-        self.describe_group = self.membership.describe_group
         self.demote_to_simple = self.membership.demote_to_simple
         self.unload = self.membership.unload
         self.next_deadline = self.membership.next_deadline
@@ -95,6 +94,19 @@ class GroupCoordinator:
                 log.warning("skipping a __consumer_offsets record: %s", exc)
         self.membership.load_groups(groups, now_ms)
         self.offsets.load_offsets(offsets)
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[GroupListing]:
+        """ListGroups: the groups in the given states (all of them for none)."""
+        wanted = {s.lower() for s in states}
+        return [g.overview() for g in self.groups.values()
+                if not g.is_in(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)]
+
+    def describe_group(self, group_id: str, assignments_while_rebalancing: bool = False) -> GroupDescription:
+        """DescribeGroups of one group (an unknown one is Dead); see Group.summary."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupDescription(group_id, GroupState.DEAD.value, "", "", [])
+        return group.summary(assignments_while_rebalancing)
 
     def delete_groups(self, group_ids: Iterable[str], now_ms: int) -> dict[str, ErrorCode]:
         """DeleteGroups: an empty group goes with its offsets (their tombstones, then the group's)."""

@@ -5,12 +5,22 @@ changed), the view of the topics they assign, and the error a request is answere
 from __future__ import annotations
 
 import uuid
-from typing import Protocol
+from typing import Any, Protocol
 
 from protocol.header import ErrorCode
+from protocol.kafka4_group_records import GroupRecordType
 
 Record = tuple[bytes, bytes | None]  # key, value (None: tombstone)
+# The KIP-848-style groups' (consumer, streams) records before encoding: (type, key, value or None: tombstone).
+GroupRecord = tuple[GroupRecordType, dict[str, Any], dict[str, Any] | None]
+EVENTS_KEPT = 100  # a modern group's recent events, for introspection
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 TopicPartition = tuple[str, int]
+
+
+def tombstone(kind: GroupRecordType, group_id: str, **key: str) -> GroupRecord:
+    return (kind, {"group_id": group_id, **key}, None)
 
 
 class StoreError(Exception):

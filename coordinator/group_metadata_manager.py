@@ -1,7 +1,8 @@
 """Classic group membership as pure logic (the classic part of Kafka 4's GroupMetadataManager, after the
 GroupCoordinator of Kafka 2.x-3.x): JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance and the timers
-that expire sessions and complete delayed joins, ListGroups and DescribeGroups, and the GroupMetadata records
-of `__consumer_offsets`. Committed offsets are coordinator/offset_metadata_manager.py's.
+that expire sessions and complete delayed joins, groups changing hands with the consumer group coordinator
+(KIP-848's online migration), and the GroupMetadata records of `__consumer_offsets`. Committed offsets are
+coordinator/offset_metadata_manager.py's.
 
 Time comes in as `now_ms`; nothing here sleeps or does I/O. Records go to an injected `GroupStore`; responses
 that wait (JoinGroup until the rebalance completes, SyncGroup until the leader's assignment) are delivered
@@ -11,14 +12,12 @@ through callbacks. Method names follow Kafka's where it helps.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from coordinator.group import (
     UNKNOWN_MEMBER_ID,
     Group,
     GroupConfig,
-    GroupDescription,
-    GroupListing,
     GroupState,
     JoinCallback,
     JoinResult,
@@ -519,31 +518,38 @@ class GroupMetadataManager:
             elif kind == _SYNC:
                 self._on_sync_expired(group, now_ms)
 
-    # == ListGroups, DescribeGroups ================================================================
-    def list_groups(self, states: Iterable[str] = ()) -> list[GroupListing]:
-        wanted = {s.lower() for s in states}
-        return [g.overview() for g in self.groups.values()
-                if not g.is_in(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)]
-
-    def describe_group(self, group_id: str) -> GroupDescription:
-        group = self.groups.get(group_id)
-        if group is None:
-            return GroupDescription(group_id, GroupState.DEAD.value, "", "", [])
-        return group.summary()
-
     # == groups without members (offsets only), dead groups ========================================
     def demote_to_simple(self, group_id: str) -> None:
-        """An empty classic group became a consumer group (its GroupMetadata tombstone is written): what
-        stays here is its committed offsets, as a simple group holds them."""
+        """A classic group became a consumer or streams group (its GroupMetadata tombstone is written): what
+        stays here is its committed offsets, as a simple group holds them. Members it had went with it to the
+        consumer group; a JoinGroup or SyncGroup of theirs still waiting is told to rejoin there (Kafka's
+        convertToConsumerGroup answers them REBALANCE_IN_PROGRESS)."""
         group = self.groups.get(group_id)
-        if group is None or group.members:
+        if group is None:
             return
-        group.protocol_type = group.protocol_name = group.leader_id = None
-        group.generation_id = 0
-        group.subscribed_topics = None
-        self._initial_join.pop(group_id, None)
-        for key in ((_JOIN, group_id), (_SYNC, group_id)):
-            self.timers.cancel(key)
+        for member in list(group.members.values()):
+            group.invoke_join_callback(member, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            group.invoke_sync_callback(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            self.timers.cancel((_HEARTBEAT, group_id, member.member_id))
+        for member_id in group.pending_members:
+            self.timers.cancel((_PENDING, group_id, member_id))
+        self.forget(group)
+        self.groups[group_id] = Group(group_id, state_timestamp_ms=group.state_timestamp_ms, offsets=group.offsets,
+                                      pending_txn_offsets=group.pending_txn_offsets)
+
+    def adopt(self, group: Group, now_ms: int, rebalance: str | None) -> None:
+        """A consumer group of classic members became this classic group (its GroupMetadata record is written):
+        it takes over the offsets held here, its members get sessions, and it rebalances (`rebalance`: why) so
+        that they rejoin as members of a classic group (Kafka's convertToClassicGroup)."""
+        held = self.groups.get(group.group_id)
+        if held is not None:
+            self.forget(held)
+            group.offsets, group.pending_txn_offsets = held.offsets, held.pending_txn_offsets
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self.schedule_heartbeat(group, member, now_ms)
+        if rebalance is not None:
+            self._prepare_rebalance(group, now_ms, rebalance)
 
     def forget(self, group: Group) -> None:
         self.groups.pop(group.group_id, None)

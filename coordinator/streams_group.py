@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from coordinator.group_interfaces import (
+    EVENTS_KEPT,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    GroupRecord,
+    tombstone,
+)
 from coordinator.streams_topology import ConfiguredTopology, StreamsTopology
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType
 
-EVENTS_KEPT = 100
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
-GroupRecord = tuple[GroupRecordType, dict[str, Any], dict[str, Any] | None]  # (type, key, value or tombstone)
 TaskSet = dict[str, frozenset[int]]  # subtopology id -> partitions
 TaskEpochs = dict[str, dict[int, int]]  # subtopology id -> {partition: epoch it was assigned at}
 
@@ -395,10 +396,6 @@ def current_assignment_record(group_id: str, member: StreamsGroupMember) -> Grou
              "active_tasks_pending_revocation": _task_ids_with_epochs(r.active),
              "standby_tasks_pending_revocation": _task_ids(r.standby),
              "warmup_tasks_pending_revocation": _task_ids(r.warmup)})
-
-
-def tombstone(kind: GroupRecordType, group_id: str, **key: str) -> GroupRecord:
-    return (kind, {"group_id": group_id, **key}, None)
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[GroupRecord]:

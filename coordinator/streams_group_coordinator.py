@@ -18,12 +18,17 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from coordinator.group_interfaces import GroupError, RecordStore, StoreError, TopicsView
-from coordinator.streams_assignor import AssignmentMember, TaskAssignorError, assign
-from coordinator.streams_group import (
+from coordinator.group_interfaces import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    GroupError,
     GroupRecord,
+    RecordStore,
+    StoreError,
+    TopicsView,
+)
+from coordinator.streams_assignor import AssignmentMember, TaskAssignorError, assign
+from coordinator.streams_group import (
     MemberState,
     StreamsGroup,
     StreamsGroupMember,
@@ -56,7 +61,7 @@ from coordinator.streams_topology import (
     StreamsTopology,
     configure_topics,
 )
-from coordinator.timers import KeyedTimers
+from coordinator.timers import SESSION, MemberTimers
 from protocol.group_records import GroupKey, encode_key
 from protocol.header import ErrorCode
 from protocol.kafka4_group_records import GroupRecordType, encode_group_record
@@ -89,8 +94,6 @@ class StreamsGroupConfig:
     empty_target_on_last_leave: bool = True
 
 
-_SESSION = "streams-session"
-_REBALANCE = "streams-rebalance"
 _INITIAL_DELAY = "streams-initial-rebalance"
 _INTERVAL = "streams-assignment-interval"
 
@@ -102,8 +105,7 @@ class StreamsGroupCoordinator:
         self.store = store
         self.topics = topics
         self.groups: dict[str, StreamsGroup] = {}
-        self.timers: KeyedTimers[tuple[str, str, str]] = KeyedTimers()
-        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.timers = MemberTimers()
         # What a group id this coordinator does not own is ("simple", "classic-empty", "classic", "consumer",
         # "share" or None), and what to do once an empty classic group's tombstone is durable (the shell wires them).
         self.other_group_type: Callable[[str], str | None] | None = None
@@ -137,7 +139,7 @@ class StreamsGroupCoordinator:
         for group in self.groups.values():
             group.request_metadata_refresh()
             for member in group.members.values():
-                self.timers.schedule((_SESSION, group.group_id, member.member_id),
+                self.timers.schedule((SESSION, group.group_id, member.member_id),
                                      now_ms + self.config(group.group_id).session_timeout_ms)
                 if member.state is MemberState.UNREVOKED_TASKS:
                     self._schedule_rebalance(group.group_id, member, now_ms)
@@ -279,7 +281,7 @@ class StreamsGroupCoordinator:
         group = self._live(group)
         final = reconciled if reconciled is not None else updated
         self._after_reconcile(r.group_id, final, reconciled is not None, now_ms)
-        self.timers.schedule((_SESSION, r.group_id, final.member_id), now_ms + config.session_timeout_ms)
+        self.timers.schedule((SESSION, r.group_id, final.member_id), now_ms + config.session_timeout_ms)
         if r.shutdown_application:
             group.shutdown_request_member_id = final.member_id
         return self._response(group, existed, r, member, final, configured, statuses, config)
@@ -478,8 +480,7 @@ class StreamsGroupCoordinator:
         if member.state is MemberState.UNREVOKED_TASKS:
             self._schedule_rebalance(group_id, member, now_ms)
         else:
-            self.timers.cancel((_REBALANCE, group_id, member.member_id))
-            self._rebalance_epochs.pop((group_id, member.member_id), None)
+            self.timers.cancel_rebalance(group_id, member.member_id)
 
     # == leaving and fencing =====================================================================
     def _leave(self, r: HeartbeatRequest, now_ms: int) -> StreamsHeartbeatResult:
@@ -533,17 +534,15 @@ class StreamsGroupCoordinator:
             self._fence(group, member, now_ms)
         except StoreError as exc:
             log.error("streams group %s: fencing member %s failed: %s; trying again later", group_id, member_id, exc)
-            self.timers.schedule((_SESSION, group_id, member_id), now_ms + 1_000)
+            self.timers.schedule((SESSION, group_id, member_id), now_ms + 1_000)
 
     # == timers ==================================================================================
     def _schedule_rebalance(self, group_id: str, member: StreamsGroupMember, now_ms: int) -> None:
-        self.timers.schedule((_REBALANCE, group_id, member.member_id), now_ms + max(member.rebalance_timeout_ms, 0))
-        self._rebalance_epochs[(group_id, member.member_id)] = member.member_epoch
+        self.timers.schedule_rebalance(group_id, member.member_id, member.member_epoch,
+                                       now_ms + max(member.rebalance_timeout_ms, 0))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timers.cancel((_SESSION, group_id, member_id))
-        self.timers.cancel((_REBALANCE, group_id, member_id))
-        self._rebalance_epochs.pop((group_id, member_id), None)
+        self.timers.cancel_member(group_id, member_id)
 
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
@@ -551,12 +550,12 @@ class StreamsGroupCoordinator:
     def tick(self, now_ms: int) -> None:
         while (key := self.timers.pop_expired(now_ms)) is not None:
             kind, group_id, member_id = key
-            if kind == _SESSION:
+            if kind == SESSION:
                 self._fence_by_timer(group_id, member_id, "the member session expired", now_ms)
             elif kind in (_INITIAL_DELAY, _INTERVAL):
                 self._compute_delayed(group_id, now_ms)
             else:
-                epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+                epoch = self.timers.rebalance_epoch(group_id, member_id)
                 group = self.groups.get(group_id)
                 member = group.members.get(member_id) if group is not None else None
                 if member is not None and member.member_epoch == epoch:

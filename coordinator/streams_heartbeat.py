@@ -8,13 +8,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.group_interfaces import GroupError
-from coordinator.streams_group import (
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    StreamsGroup,
-    StreamsGroupMember,
-    TasksTuple,
-)
+from coordinator.group_interfaces import LEAVE_GROUP_STATIC_MEMBER_EPOCH, GroupError
+from coordinator.streams_group import StreamsGroup, StreamsGroupMember, TasksTuple
 from coordinator.streams_topology import ConfiguredTopology, InternalTopic, StreamsStatus, StreamsTopology
 from protocol.header import ErrorCode
 

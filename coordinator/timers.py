@@ -59,3 +59,39 @@ class KeyedTimers(Generic[K]):
         _deadline, _seq, key = heapq.heappop(self._heap)
         del self._live[key]
         return key
+
+
+SESSION = "session"
+REBALANCE = "rebalance"
+MemberKey = tuple[str, str, str]  # (kind, group id, member id: "" for a deadline of the group's own)
+
+
+class MemberTimers(KeyedTimers[MemberKey]):
+    """The deadlines of the members of KIP-848-style groups (consumer and streams groups, as Kafka's
+    GroupMetadataManager keeps them): a session each, pushed by every heartbeat, and a rebalance deadline, with
+    the epoch it was set at, while a member must reach a new epoch; a group's own deadlines beside them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+
+    def schedule_session(self, group_id: str, member_id: str, deadline_ms: int) -> None:
+        self.schedule((SESSION, group_id, member_id), deadline_ms)
+
+    def schedule_rebalance(self, group_id: str, member_id: str, epoch: int, deadline_ms: int) -> None:
+        self.schedule((REBALANCE, group_id, member_id), deadline_ms)
+        self._rebalance_epochs[(group_id, member_id)] = epoch
+
+    def cancel_rebalance(self, group_id: str, member_id: str) -> None:
+        self.cancel((REBALANCE, group_id, member_id))
+        self._rebalance_epochs.pop((group_id, member_id), None)
+
+    def cancel_member(self, group_id: str, member_id: str, *kinds: str) -> None:
+        """Every deadline of the member: its session, its rebalance and those of `kinds`."""
+        for kind in (SESSION, *kinds):
+            self.cancel((kind, group_id, member_id))
+        self.cancel_rebalance(group_id, member_id)
+
+    def rebalance_epoch(self, group_id: str, member_id: str) -> int | None:
+        """The epoch a rebalance deadline that fired was set at (asked once, when it fires)."""
+        return self._rebalance_epochs.pop((group_id, member_id), None)

@@ -206,6 +206,10 @@ class Field:
         self.tag = tag
 
 
+# A tagged field's null: the unsigned varint 0 of a compact string, bytes or array, and the marker of a struct.
+TAGGED_NULL = b"\x00"
+
+
 class KafkaStruct(Construct):
     """A struct of one version: regular fields in order, then (flexible versions) the tagged fields.
 
@@ -258,10 +262,11 @@ class KafkaStruct(Construct):
             for f in self.tagged:
                 if f.name in obj:
                     value = obj[f.name]
-                    if value is not None and value != f.default():
+                    # A null is written when the field does not default to null (Kafka's generated writers).
+                    if (value is None and f.default() is not None) or (value is not None and value != f.default()):
                         present.append((f, value))
             stream.write(encode_uvarint(len(present)))
             for f, value in present:
-                data = f.con.build(value)
+                data = TAGGED_NULL if value is None else f.con.build(value)
                 stream.write(encode_uvarint(f.tag) + encode_uvarint(len(data)) + data)
         return obj

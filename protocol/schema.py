@@ -211,7 +211,7 @@ class _NullableStruct(p.Construct):
         self.struct = struct
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
-        if p.INT8._parsereport(stream, context, path) < 0:
+        if p.INT8._parsereport(stream, context, path) <= 0:  # -1, or 0 in a tagged field (p.TAGGED_NULL)
             return None
         return self.struct._parsereport(stream, context, path)
 

@@ -10,7 +10,7 @@ from broker.security.access import AclOperation, ResourceType, authorized, autho
 from protocol.header import ErrorCode
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-CONSUMER_MEMBER = 1  # MemberType: 0 classic protocol, 1 consumer protocol
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # MemberType: the protocol the member speaks (KIP-848 mixed membership)
 
 
 def _assignment(ctx: RequestContext, assignment: Any) -> dict[str, Any]:
@@ -21,6 +21,17 @@ def _assignment(ctx: RequestContext, assignment: Any) -> dict[str, Any]:
         if topic is not None:
             out.append({"topic_id": topic_id, "topic_name": topic.name, "partitions": sorted(parts)})
     return {"topic_partitions": out}
+
+
+def _described_assignment(ctx: RequestContext, member: Any) -> dict[Any, frozenset[int]]:
+    """What a member owns: its assigned partitions, and from Kafka 4.3 those it still has to revoke too
+    (recorded live: group_mixed_membership)."""
+    if not ctx.broker.versions.since("4.3") or not member.partitions_pending_revocation:
+        return member.assigned_partitions
+    owned = dict(member.assigned_partitions)
+    for topic_id, parts in member.partitions_pending_revocation.items():
+        owned[topic_id] = owned.get(topic_id, frozenset()) | parts
+    return owned
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -46,8 +57,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                          "subscribed_topic_names": list(m.member.subscribed_topic_names),
                          # Kafka's member record keeps "" for no regex, and describes it so.
                          "subscribed_topic_regex": m.member.subscribed_topic_regex or "",
-                         "assignment": _assignment(ctx, m.member.assigned_partitions),
-                         "target_assignment": _assignment(ctx, m.target), "member_type": CONSUMER_MEMBER}
+                         "assignment": _assignment(ctx, _described_assignment(ctx, m.member)),
+                         "target_assignment": _assignment(ctx, m.target),
+                         "member_type": CLASSIC_MEMBER if m.member.uses_classic_protocol else CONSUMER_MEMBER}
                         for m in d.members],
             "authorized_operations": authorized_operations(ctx, ResourceType.GROUP, group_id)
             if req.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED})

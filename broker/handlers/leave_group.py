@@ -13,17 +13,9 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     version = ctx.header.api_version
     if not authorized(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
-    groups = ctx.broker.groups
-    await groups.loaded.wait()
-    not_here = groups.runtime.error_for(req.group_id)
-    if not_here:
-        return {"throttle_time_ms": 0, "error_code": not_here, "members": []}
     leaving = [(m.member_id, m.group_instance_id) for m in req.members] if version >= 3 else \
         [(req.member_id, None)]
-    error, member_errors = groups.coordinator.leave_group(group_id=req.group_id, members=leaving,
-                                                          now_ms=ctx.broker.now_ms())
-    groups.changed()
-    await groups.durable(req.group_id)
+    error, member_errors = await ctx.broker.groups.leave_group(req.group_id, leaving)
     if version < 3:
         # One member: its error is the answer (LeaveGroupResponse's getError).
         first = next((e for e in member_errors if e != ErrorCode.NONE), ErrorCode.NONE)

@@ -137,7 +137,6 @@ class GroupService:
         self.consumer.other_group_type = self.other_group_type
         self.streams.other_group_type = self.other_group_type
         self.streams.on_classic_converted = self.coordinator.demote_to_simple
-        self.consumer.on_classic_converted = self.coordinator.demote_to_simple
         self.coordinator.retained = self._consumer_subscribed
         self._topic_snapshot: dict[str, tuple[uuid.UUID, int]] | None = None
         self._wake = trio.Event()
@@ -314,14 +313,16 @@ class GroupService:
             return JoinResult(error, request["member_id"])
         if group_id in self.share.groups or group_id in self.streams.groups:
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")  # Kafka's answer for a share group
-        if group_id in self.consumer.groups:
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None and consumer.members:
+            # A classic member of a consumer group (KIP-848 mixed membership): answered at once.
+            result = self.consumer.classic_join(**request, now_ms=self.clock.now_ms())
+            self.changed()
+            stored = await self.durable(group_id)
+            return JoinResult(stored, request["member_id"]) if stored and result.error == ErrorCode.NONE else result
+        if consumer is not None:
             # Kafka converts an empty consumer group into a classic one when a classic member joins.
             error = self.consumer.delete_group(group_id, self.clock.now_ms())
-            if error == ErrorCode.NON_EMPTY_GROUP:
-                # KIP-848 mixed membership (classic members in a consumer group) is not implemented.
-                log.warning("group %s: a classic member cannot join the consumer group while it has members",
-                            group_id)
-                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request["member_id"])
             if error != ErrorCode.NONE:
                 return JoinResult(error, request["member_id"])
             log.info("[GroupId %s] Converted the empty consumer group to a classic group.", group_id)
@@ -330,6 +331,31 @@ class GroupService:
         self.changed()
         result: JoinResult = await reply.wait()
         await self.durable(request["group_id"])
+        return result
+
+    def heartbeat(self, **request: Any) -> ErrorCode:
+        """A classic Heartbeat: the classic coordinator's, or the consumer group's for its classic members."""
+        error = self.runtime.error_for(request["group_id"])
+        if error:
+            return error
+        owner = self.consumer.classic_heartbeat if request["group_id"] in self.consumer.groups \
+            else self.coordinator.heartbeat
+        error = owner(**request, now_ms=self.clock.now_ms())
+        self.changed()
+        return error
+
+    async def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
+                          ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """LeaveGroup: of a classic group, or of a consumer group (its members leave as if fenced); answered once
+        durable."""
+        await self.loaded.wait()
+        error = self.runtime.error_for(group_id)
+        if error:
+            return error, []
+        owner = self.consumer.classic_leave if group_id in self.consumer.groups else self.coordinator.leave_group
+        result = owner(group_id=group_id, members=members, now_ms=self.clock.now_ms())
+        self.changed()
+        await self.durable(group_id)
         return result
 
     async def consumer_group_heartbeat(self, **request: Any) -> Any:
@@ -471,6 +497,11 @@ class GroupService:
         error = self.runtime.error_for(request["group_id"])
         if error:
             return SyncResult(error)
+        if request["group_id"] in self.consumer.groups:  # a classic member of a consumer group
+            result = self.consumer.classic_sync(**request, now_ms=self.clock.now_ms())
+            self.changed()
+            stored = await self.durable(request["group_id"])  # what it was assigned is durable
+            return SyncResult(stored) if stored and result.error == ErrorCode.NONE else result
         reply = _Reply()
         self.coordinator.sync_group(**request, respond=reply.set, now_ms=self.clock.now_ms())
         self.changed()
@@ -503,7 +534,8 @@ def consumer_epochs_of(config: BrokerConfig) -> dict[str, Any]:
     release = release_key(check_release(config.kafka_version))
     if release < (4, 3):
         return {}
-    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
+    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4),
+            "classic_rejoin_at_assignment_epoch": True}
 
 
 def _decoded(records: list[Record]) -> Iterator[Any]:

@@ -220,7 +220,8 @@ class BrokerThread:
         """{group: {"type", "state", "generation", "protocol", "leader", "members": [...],
         "offsets": {"topic-p": n}, "timeline": [{"time_ms", "event"}]}}: the timeline says why each rebalance
         started. KIP-848 groups ("type": "consumer") have "group_epoch", "assignment_epoch", "assignor" and
-        members with "member_epoch", "state", "assigned", "revoking" and "target" partitions ("topic-p")."""
+        members with "member_epoch", "state", "protocol" (the one they speak: "consumer", or "classic" after an
+        online upgrade), "assigned", "revoking" and "target" partitions ("topic-p")."""
         from broker.observability import introspect
 
         return self.call(introspect.groups)

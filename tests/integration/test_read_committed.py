@@ -30,12 +30,15 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 UNKNOWN_TOPIC_OR_PARTITION = 3
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 TXN_ID = "txn-read-committed"
-# Data timestamps after the markers' (wall clock): timestamp lookups then land on data, not on markers.
-T0 = int(time.time() * 1000) + 600_000
+# Data timestamps after the markers' (wall clock): timestamp lookups then land on data, not on markers. Set
+# when each test starts (set at import, it fell behind the clock when a long run reached this module late).
+T0 = 0
 
 
 @pytest.fixture
 def minibroker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
+    global T0
+    T0 = int(time.time() * 1000) + 600_000
     with BrokerThread(tmp_path_factory.mktemp("minibroker"), transaction_partition_verification_enable=False) as b:
         yield b
 

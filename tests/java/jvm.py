@@ -52,10 +52,12 @@ def client_jars(release: str) -> list[Path]:
     return kafka_jars.fetch(release, CLIENT_ARTIFACTS)
 
 
-# Sources that use what only newer clients have (share consumers and groups, streams groups): left out of an
-# older client's build, and its checks with them (minibroker.check.Main registers ShareChecks if it is there).
+# Sources that use what only newer clients have (share consumers and groups, streams groups, the group types and
+# member protocols of KIP-848): left out of an older client's build, and its checks with them
+# (minibroker.check.Main registers ShareChecks and MigrationChecks if they are there).
 NEWER_CLIENTS = {"minibroker/check/ShareChecks.java": "4.1", "minibroker/streams/StreamsGroupAdmin.java": "4.2",
-                 "minibroker/streams/WordCountCheck.java": "4.2", "minibroker/share/ShareFailoverCheck.java": "4.2"}
+                 "minibroker/streams/WordCountCheck.java": "4.2", "minibroker/check/MigrationChecks.java": "4.0",
+                 "minibroker/share/ShareFailoverCheck.java": "4.2"}
 
 
 def sources(release: str | None = None) -> list[Path]:

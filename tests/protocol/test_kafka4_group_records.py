@@ -117,3 +117,39 @@ def test_unknown_value_version_and_garbage_are_record_errors() -> None:
     for cut in range(len(value)):
         with pytest.raises(RecordError):
             decode_group_record(key, value[:cut])
+
+
+def test_member_records_of_both_protocols_are_kafkas() -> None:
+    """A member record's ClassicMemberMetadata (KIP-848 mixed membership): Kafka writes it null for a
+    consumer-protocol member (its default is a struct: an absent field would read as a classic member), and the
+    protocols of a classic member; ours are the same bytes, and read back as the member they came from."""
+    from coordinator.consumer_group import (
+        ClassicMemberMetadata,
+        ConsumerGroupMember,
+        member_subscription_record,
+        replay,
+    )
+
+    classic = ClassicMemberMetadata(10_000, (("range", b"\x00\x00"), ("cooperative-sticky", b"\x00\x03")))
+    members = [ConsumerGroupMember("consumer", subscribed_topic_names=("t",), rebalance_timeout_ms=30_000),
+               ConsumerGroupMember("classic", subscribed_topic_names=("t",), subscribed_topic_regex="",
+                                   client_id="c", client_host="/127.0.0.1", classic=classic)]
+    name = GROUP_RECORD_NAMES[GroupRecordType.CONSUMER_GROUP_MEMBER_METADATA]
+    key_def, value_def = message(f"{name}Key").definition, message(f"{name}Value").definition
+    records = [member_subscription_record("g", m) for m in members]
+    requests = [{"serde": GROUP_SERDE, "keyClass": kafka.java_class(key_def), "valueClass": kafka.java_class(value_def),
+                 "version": 0, "key": kafka.to_kafka_json(key_def["fields"], key),
+                 "value": kafka.to_kafka_json(value_def["fields"], value)} for _, key, value in records]
+    try:
+        replies = kafka.ask(requests)
+    except kafka.Unavailable as exc:
+        pytest.skip(f"Kafka's classes are not available: {exc}")
+    groups: dict = {}
+    for member, record, reply in zip(members, records, replies, strict=True):
+        assert "error" not in reply, reply
+        key, value = encode_group_record(*record)
+        assert (reply["key"], reply["value"]) == (key.hex(), value.hex())
+        kind, k, v = decode_group_record(bytes.fromhex(reply["key"]), bytes.fromhex(reply["value"]))
+        replay(groups, (kind, dict(k), dict(v)), 0)
+        assert groups["g"].members[member.member_id].classic == member.classic
+    assert records[0][2]["classic_member_metadata"] is None

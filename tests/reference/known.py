@@ -60,12 +60,6 @@ KNOWN: list[Known] = [
     Known("update_features", "validate eligible.leader.replicas.version *", "*", "eligible.leader.replicas.version "
           "(KIP-966) is not offered: a ZooKeeper-mode cluster keeps no eligible leader replicas",
           releases=("4.1", "4.2", "4.3", "4.4"), deliberate=True),
-    # Open: KIP-848's online migration of a group with members (a classic member inside a consumer group, the
-    # upgrade when a consumer-protocol member joins a classic group with members, the downgrade when the last one
-    # leaves) is not implemented: the consumer-protocol member is refused (GROUP_ID_NOT_FOUND) as with the
-    # migration policy disabled. Recorded from 4.2 and 4.4: group_online_migration.
-    Known("group_online_migration", "*", "*", "the online upgrade and downgrade of a group with members "
-          "(KIP-848 mixed membership) is not implemented yet", releases=("4.2", "4.4")),
     Known("kraft_controller_apis", "*", "*", "the KRaft quorum and controller APIs (DescribeQuorum, UnregisterBroker, "
           "Add/RemoveRaftVoter, UnregisterController) are not served: minibroker runs no KRaft quorum (a ZooKeeper-"
           "mode cluster, as Kafka 3.9's, whose brokers do not offer them either); the connection is closed, as for "

@@ -183,19 +183,25 @@ final class ConsumerChecks {
             pollUntil("480 records", List.of(first), () -> consumed.size() >= 480);
             first.commit(first.owned);
 
-            Expect.equal("records consumed (each once)", new TreeSet<>(produced).toString(),
-                    new TreeSet<>(consumed).toString());
-            Expect.equal("records consumed, duplicates included", produced.size(), consumed.size());
-            Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
-                    .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
-            for (TopicPartition tp : Kafka.partitions(topic, PARTITIONS)) {
-                Expect.equal("committed offset of " + tp, 120L, committed.get(tp).offset());
-            }
+            expectReadOnce(admin, group, topic, produced, consumed, 120L);
         } finally {
             first.consumer.close();
             if (second != null) {
                 second.consumer.close();
             }
+        }
+    }
+
+    /** Every record produced was consumed once, and the group's committed offsets are at `end` on every partition. */
+    static void expectReadOnce(Admin admin, String group, String topic, List<String> produced, List<String> consumed,
+                               long end) throws Exception {
+        Expect.equal("records consumed (each once)", new TreeSet<>(produced).toString(),
+                new TreeSet<>(consumed).toString());
+        Expect.equal("records consumed, duplicates included", produced.size(), consumed.size());
+        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+        for (TopicPartition tp : Kafka.partitions(topic, PARTITIONS)) {
+            Expect.equal("committed offset of " + tp, end, committed.get(tp).offset());
         }
     }
 

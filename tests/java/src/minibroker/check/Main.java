@@ -39,7 +39,7 @@ public final class Main {
         QuotaChecks.register(checks);
         FetchSessionChecks.register(checks);
         // Checks of APIs an older client lacks are left out of its build (tests/java/jvm.py, NEWER_CLIENTS).
-        for (String name : new String[] {"minibroker.check.ShareChecks"}) {
+        for (String name : new String[] {"minibroker.check.ShareChecks", "minibroker.check.MigrationChecks"}) {
             try {
                 Class.forName(name).getDeclaredMethod("register", Map.class).invoke(null, checks);
             } catch (ClassNotFoundException e) {
