@@ -88,6 +88,13 @@ async def _await(condition: Callable[[], Awaitable[Any]], what: str, timeout: fl
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def _controller_id(admin: AdminClient) -> int | None:
+    try:
+        return admin.list_topics(timeout=10).controller_id
+    except Exception:  # noqa: BLE001 - not reachable yet: asked again
+        return None
+
+
 def _partitions(admin: AdminClient, topic: str) -> dict[int, Any] | None:
     metadata = admin.list_topics(topic, timeout=10).topics.get(topic)
     if metadata is None or metadata.error is not None:
@@ -119,6 +126,13 @@ def kafka39(zookeeper, tmp_path_factory):
     broker = Kafka39Broker(address, tmp_path_factory.mktemp("kafka39")).start()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     try:
+        # "started" is logged before the controller has sent the broker its first metadata; until then the
+        # Metadata response names no controller (slow on a loaded machine).
+        try:
+            _wait(lambda: _controller_id(admin) == 1003, "Kafka 3.9 to name its controller", timeout=240)
+        except pytest.fail.Exception:
+            print(broker.log())  # shown with the failure
+            raise
         yield Cluster(broker, address, 1003, admin)
     finally:
         broker.stop()

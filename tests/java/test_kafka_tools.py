@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -179,10 +180,11 @@ def test_kafka_consumer_groups(minibroker):
     consumer = KafkaConsumer(topic, bootstrap_servers=minibroker, group_id=group, client_id="lagging-client",
                              enable_auto_commit=False, auto_offset_reset="earliest")
     try:
-        deadline_polls = 0
-        while len(consumer.assignment()) < 2 and deadline_polls < 300:
+        # Joined and stable (kafka-python commits only then); a loaded machine can take a while.
+        deadline = time.monotonic() + 120
+        while len(consumer.assignment()) < 2 or consumer._coordinator.generation_if_stable() is None:
+            assert time.monotonic() < deadline, "the consumer did not join its group within 120 s"
             consumer.poll(timeout_ms=100)
-            deadline_polls += 1
         consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(3, "", -1),
                          TopicPartition(topic, 1): OffsetAndMetadata(1, "", -1)})
         assert group in tool("kafka-consumer-groups", "--list", bootstrap=minibroker).stdout.split()
