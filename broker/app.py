@@ -29,7 +29,7 @@ from broker.services.cluster_view import ClusterView
 from broker.services.durability import Durability
 from broker.services.retention import run_producer_expiration, run_retention
 from broker.services.single_node import SingleNode
-from broker.services.topics import OFFSETS_TOPIC, Topic, TopicManager
+from broker.services.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC, Topic, TopicManager
 from protocol.header import ErrorCode
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from broker.services.log_cleaner import LogCleaner
     from broker.services.marker_writer import MarkerWriter
     from broker.services.producer_ids import ProducerIds
+    from broker.services.share_coordinator import ShareCoordinatorService
+    from broker.services.share_persister import SharePersister
     from broker.services.transactions import TxnService
     from zk.store import BlockStore
 
@@ -114,7 +116,7 @@ class Broker:
                                            config, cluster)
             self.appender.on_leader_append = self.replicas.leader_appended
             cluster.attach(self.topics, self.replicas)
-            self.replicas.on_coordinator_partition.append(self._coordinator_partition)
+            self.replicas.on_leadership.append(self._leadership)
             cluster.on_topics_deleted.append(self._topics_deleted)
         self.durability = Durability(self.flusher, self.replicas)
         if self.replicas is not None:  # a failed write takes the log directory offline (Durability.storage_failed)
@@ -157,7 +159,8 @@ class Broker:
 
         return self._start(GroupService(self.config, self.topics, self.clock, self.durability, self.appender,
                                         self.internal_topic, per_partition=self.cluster.replicated,
-                                        group_config=lambda group_id, name: self.group_configs.get(group_id, name)))
+                                        group_config=lambda group_id, name: self.group_configs.get(group_id, name),
+                                        share_persister=lambda: self.share_persister))
 
     @functools.cached_property
     def fetch_sessions(self) -> Any:
@@ -171,15 +174,37 @@ class Broker:
         """Per-group configs (ConfigResource GROUP: share.auto.offset.reset, ...)."""
         from broker.config.group_configs import GroupConfigs
 
-        return GroupConfigs(self.config, Path(self.config.data_dir) / "meta" / "group-configs.json",
-                            self.versions.release)
+        path = Path(self.config.data_dir) / "meta" / "group-configs.json"
+        if self.zk_cluster is None:
+            return GroupConfigs(self.config, path, self.versions.release)
+        configs = GroupConfigs(self.config, path, self.versions.release, initial=self.zk_cluster.group_configs)
+        configs.store = self.zk_cluster.follow_group_configs(configs.replace)  # (a cluster's: in ZooKeeper)
+        return configs
+
+    @functools.cached_property
+    def share_coordinator(self) -> ShareCoordinatorService:
+        """KIP-932: the share coordinator (the share-partition states in `__share_group_state`)."""
+        from broker.services.share_coordinator import ShareCoordinatorService
+
+        return self._start(ShareCoordinatorService(self.config, self.topics, self.clock, self.durability,
+                                                   self.appender, self.internal_topic,
+                                                   per_partition=self.cluster.replicated))
+
+    @functools.cached_property
+    def share_persister(self) -> SharePersister:
+        """How the share partitions and the group coordinator reach the share coordinator: this broker's own, or
+        (in a cluster) the leader of the key's `__share_group_state` partition over the network."""
+        from broker.services.share_persister import SharePersister
+
+        return SharePersister(self.node_id, self.topics, lambda: self.share_coordinator,
+                              self.cluster.share_coordinators(self.versions), self.internal_topic)
 
     @functools.cached_property
     def share_partitions(self) -> Any:
-        """KIP-932: the share groups' partitions, sessions and persisted state."""
+        """KIP-932: the share groups' partitions and sessions on the partitions this broker leads."""
         from broker.services.share_partitions import SharePartitions
 
-        service = SharePartitions(self.config, self.topics, self.clock, self.appends, self.appender,
+        service = SharePartitions(self.config, self.topics, self.clock, self.appends, self.share_persister,
                                   self.group_configs.get)
         self.groups.share.on_member_gone = service.member_gone
         return self._start(service)
@@ -210,9 +235,17 @@ class Broker:
         if groups is not None and self._services is not None:
             self._services.start_soon(groups.forget_topics, names)
 
-    def _coordinator_partition(self, topic: str, index: int, leader_epoch: int | None) -> None:
-        """The replica manager's news of a coordinator partition led here (or no longer)."""
-        (self.groups if topic == OFFSETS_TOPIC else self.txns).runtime.on_partition(index, leader_epoch)
+    def _leadership(self, topic: str, index: int, leader_epoch: int | None) -> None:
+        """The replica manager's news of a partition led here (or no longer): the coordinators load (or unload)
+        theirs; the share partitions of a partition no longer led here go (its next leader reads their state)."""
+        if topic == OFFSETS_TOPIC:
+            self.groups.runtime.on_partition(index, leader_epoch)
+        elif topic == TRANSACTION_STATE_TOPIC:
+            self.txns.runtime.on_partition(index, leader_epoch)
+        elif topic == SHARE_STATE_TOPIC:
+            self.share_coordinator.runtime.on_partition(index, leader_epoch)
+        elif leader_epoch is None and "share_partitions" in self.__dict__:
+            self.share_partitions.leadership_lost(topic, index)
 
     @functools.cached_property
     def log_cleaner(self) -> LogCleaner:
@@ -301,8 +334,8 @@ class Broker:
 
     def start_coordinators(self) -> None:
         _ = self.groups, self.txns  # first use starts them
-        if not self.cluster.replicated and self.features.level("share.version") > 0:
-            _ = self.share_partitions  # share groups: their state is loaded before the first ShareFetch
+        if self.features.level("share.version") > 0:
+            _ = self.share_coordinator, self.share_partitions  # share groups: their state is loaded at start
 
     def readvertise(self) -> None:
         """Apply the listeners' advertised addresses to the endpoints Metadata reports."""

@@ -1,5 +1,5 @@
-"""One topic partition as a share group consumes it (KIP-932, Kafka 4.1's SharePartition): which records are
-in flight, who holds them and until when, how often each was delivered, and the share-partition start offset
+"""One topic partition as a share group consumes it (KIP-932, Kafka's SharePartition): which records are in
+flight, who holds them and until when, how often each was delivered, and the share-partition start offset
 (SPSO) below which everything is done.
 
 A record moves AVAILABLE -> ACQUIRED (a ShareFetch hands it to one member, under a lock of
@@ -7,8 +7,14 @@ A record moves AVAILABLE -> ACQUIRED (a ShareFetch hands it to one member, under
 (RELEASE, the lock expiring, the member leaving). Every acquisition counts a delivery; a record released after
 its `group.share.delivery.count.limit`-th delivery is ARCHIVED instead of offered again. The start offset moves
 past the records at its front that are ACKNOWLEDGED or ARCHIVED; the end offset is the next offset never
-acquired. Pure logic: time comes in as `now_ms`; the shell persists `snapshot()` (the `__share_group_state`
-ShareSnapshot value) and reads records from the log.
+acquired.
+
+What the share coordinator keeps of it, as Kafka's persister writes it: acquisitions stay in memory; every other
+change (acknowledged, released, archived records and their delivery counts) is collected for the next
+WriteShareGroupState (`take_changes`), with the start offset from before the change (`persisted_start`: Kafka
+moves its start offset once the write is done) and the delivery complete count. A new leader rebuilds the
+partition from the state read back (`from_state`): records acquired but never acknowledged are offered again.
+Pure logic: time comes in as `now_ms`; the shell reads records from the log and writes the state.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from coordinator.share_coordinator import PersisterBatch
 from protocol.header import ErrorCode
 
 
@@ -80,16 +87,6 @@ class AcquiredRange:
     delivery_count: int
 
 
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """A run of offsets with the same state and delivery count, as `__share_group_state` keeps them."""
-
-    first_offset: int
-    last_offset: int
-    state: RecordState
-    delivery_count: int
-
-
 class SharePartition:
     def __init__(self, start_offset: int, *, lock_duration_ms: int = 30_000, delivery_count_limit: int = 5,
                  max_in_flight: int = 2_000) -> None:
@@ -99,52 +96,71 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.in_flight: dict[int, InFlight] = {}  # offsets in [start_offset, end_offset) not done yet
-        # The start offset Kafka's persister holds, which DescribeShareGroupOffsets reports: -1 until the
-        # first state write (acknowledgement, release, lock expiry), then the start offset from before each
-        # write's change (Kafka moves its start offset once the write is done, so the next write carries it).
-        self.persisted_start = -1
+        # The start offset the next state write carries: the one from before the latest change (Kafka moves its
+        # start offset only once the write is done, so the next write carries it).
+        self.persisted_start = start_offset
+        self._changes: dict[int, tuple[RecordState, int]] = {}  # offset -> (state, delivery count) to write
+        self._start_moved = False
 
-    # -- state --------------------------------------------------------------------------------------------
+    # -- the share coordinator's state ------------------------------------------------------------------------
     @classmethod
-    def from_snapshot(cls, start_offset: int, batches: Iterable[StateBatch], **config: int) -> SharePartition:
-        """Rebuild from the persisted state: what was acquired is offered again (locks do not survive)."""
+    def from_state(cls, start_offset: int, batches: Iterable[PersisterBatch], **config: int) -> SharePartition:
+        """The partition as its state was read back: what was acquired is offered again (locks do not survive),
+        offsets between the state's batches (acquired, never acknowledged) too, with no delivery counted
+        (Kafka's SharePartition.maybeInitialize and its initial read gap)."""
         partition = cls(start_offset, **config)
-        partition.persisted_start = start_offset
         for batch in batches:
+            state = RecordState(batch.delivery_state) if batch.delivery_state in _PERSISTED else RecordState.AVAILABLE
             for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
-                state = RecordState.AVAILABLE if batch.state is RecordState.ACQUIRED else batch.state
                 partition.in_flight[offset] = InFlight(state, batch.delivery_count)
                 partition.end_offset = max(partition.end_offset, offset + 1)
+        for offset in range(start_offset, partition.end_offset):
+            partition.in_flight.setdefault(offset, InFlight())
         partition._advance_start()
+        partition.persisted_start = partition.start_offset
+        partition._start_moved = False
         return partition
 
-    def snapshot(self) -> list[StateBatch]:
-        """The in-flight state as runs of equal (state, delivery count); acquired records are kept as
-        available (a restart ends every lock), with the deliveries they already had."""
-        batches: list[StateBatch] = []
-        for offset in sorted(self.in_flight):
-            record = self.in_flight[offset]
-            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+    def take_changes(self) -> tuple[list[PersisterBatch], bool] | None:
+        """What changed since the last call, for the next state write: the records' runs of equal state and
+        delivery count, and whether the start offset moved; None if nothing did."""
+        if not self._changes and not self._start_moved:
+            return None
+        batches: list[PersisterBatch] = []
+        for offset in sorted(self._changes):
+            state, count = self._changes[offset]
             last = batches[-1] if batches else None
-            if last is not None and last.last_offset == offset - 1 and last.state is state \
-                    and last.delivery_count == record.delivery_count:
-                batches[-1] = StateBatch(last.first_offset, offset, state, record.delivery_count)
+            if last is not None and last.last_offset == offset - 1 and \
+                    (last.delivery_state, last.delivery_count) == (state.value, count):
+                batches[-1] = PersisterBatch(last.first_offset, offset, state.value, count)
             else:
-                batches.append(StateBatch(offset, offset, state, record.delivery_count))
-        return batches
+                batches.append(PersisterBatch(offset, offset, state.value, count))
+        moved = self._start_moved
+        self._changes.clear()
+        self._start_moved = False
+        return batches, moved
+
+    def restore_changes(self, batches: Iterable[PersisterBatch], start_moved: bool) -> None:
+        """A write that failed: its changes go into the next one (newer changes of the same records win)."""
+        for batch in batches:
+            for offset in range(batch.first_offset, batch.last_offset + 1):
+                self._changes.setdefault(offset, (RecordState(batch.delivery_state), batch.delivery_count))
+        self._start_moved = self._start_moved or start_moved
+
+    def delivery_complete_count(self) -> int:
+        """Offsets from `persisted_start` on that are done (acknowledged or archived): what KIP-1226's lag
+        subtracts."""
+        done = sum(1 for r in self.in_flight.values() if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+        return max(self.start_offset - self.persisted_start, 0) + done
 
     def reset_start(self, offset: int) -> None:
-        """A new start offset (share.auto.offset.reset at initialization, AlterShareGroupOffsets, or records
-        deleted below it): everything before it is forgotten."""
+        """A new start offset (records deleted below it): everything before it is forgotten."""
         self.in_flight = {o: r for o, r in self.in_flight.items() if o >= offset}
+        if offset != self.start_offset:
+            self._start_moved = True
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
         self._advance_start()
-
-    def alter_start(self, offset: int) -> None:
-        """AlterShareGroupOffsets: the new start offset, written as it is."""
-        self.reset_start(offset)
-        self.persisted_start = offset
 
     # -- ShareFetch ---------------------------------------------------------------------------------------
     def next_fetch_offset(self) -> int:
@@ -206,7 +222,7 @@ class SharePartition:
                 self.end_offset = offset + 1
             record = self.in_flight.get(offset)
             if record is not None and record.state is RecordState.AVAILABLE:
-                self._finish(record, RecordState.ARCHIVED)
+                self._finish(offset, record, RecordState.ARCHIVED)
         self._advance_start()
 
     # -- ShareAcknowledge (and the acknowledgements piggybacked on ShareFetch) ---------------------------------
@@ -236,13 +252,13 @@ class SharePartition:
                 kind = types[0] if len(types) == 1 else types[i]
                 record = self.in_flight[offset]
                 if kind is AcknowledgeType.ACCEPT:
-                    self._finish(record, RecordState.ACKNOWLEDGED)
+                    self._finish(offset, record, RecordState.ACKNOWLEDGED)
                 elif kind in (AcknowledgeType.REJECT, AcknowledgeType.GAP):
-                    self._finish(record, RecordState.ARCHIVED)
+                    self._finish(offset, record, RecordState.ARCHIVED)
                 elif kind is AcknowledgeType.RENEW:
                     record.lock_deadline_ms = now_ms + self.lock_duration_ms
                 else:
-                    self._release(record)
+                    self._release(offset, record)
         self._advance_start()
         return ErrorCode.NONE
 
@@ -250,9 +266,9 @@ class SharePartition:
         """The member left (or its share session closed): its acquired records are offered again."""
         released = 0
         start = self.start_offset
-        for record in self.in_flight.values():
+        for offset, record in self.in_flight.items():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
-                self._release(record)
+                self._release(offset, record)
                 released += 1
         if released:
             self.persisted_start = start
@@ -268,9 +284,9 @@ class SharePartition:
         """Acquisition locks past their deadline: the records are offered again (or archived at the limit)."""
         expired = 0
         start = self.start_offset
-        for record in self.in_flight.values():
+        for offset, record in self.in_flight.items():
             if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
-                self._release(record)
+                self._release(offset, record)
                 expired += 1
         if expired:
             self.persisted_start = start
@@ -278,15 +294,15 @@ class SharePartition:
         return expired
 
     # -- helpers ----------------------------------------------------------------------------------------
-    def _release(self, record: InFlight) -> None:
+    def _release(self, offset: int, record: InFlight) -> None:
         state = RecordState.ARCHIVED if record.delivery_count >= self.delivery_count_limit else RecordState.AVAILABLE
-        self._finish(record, state)
+        self._finish(offset, record, state)
 
-    @staticmethod
-    def _finish(record: InFlight, state: RecordState) -> None:
+    def _finish(self, offset: int, record: InFlight, state: RecordState) -> None:
         record.state = state
         record.member_id = None
         record.lock_deadline_ms = -1
+        self._changes[offset] = (state, record.delivery_count)
 
     def _advance_start(self) -> None:
         while True:
@@ -303,10 +319,5 @@ class SharePartition:
             out[record.state.name] += 1
         return out
 
-    def lag(self, high_watermark: int) -> int:
-        """KIP-1226's lag: the records from the start offset to the high watermark not yet acknowledged or
-        archived (in flight or never acquired); -1 before the first state write, as Kafka reports it."""
-        if self.persisted_start < 0:
-            return -1
-        done = sum(1 for r in self.in_flight.values() if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
-        return max(high_watermark - self.start_offset - done, 0)
+
+_PERSISTED = frozenset({RecordState.AVAILABLE.value, RecordState.ACKNOWLEDGED.value, RecordState.ARCHIVED.value})

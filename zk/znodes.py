@@ -57,6 +57,7 @@ class ConfigType:
     USER = "users"
     BROKER = "brokers"
     IP = "ips"
+    GROUP = "groups"  # share/consumer/streams group configs: KRaft keeps them in its metadata log, minibroker here
     ALL = ("topics", "clients", "users", "brokers", "ips")
 
 

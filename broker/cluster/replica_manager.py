@@ -28,13 +28,7 @@ from broker.cluster.client import BrokerClient, BrokerUnavailable
 from broker.config.options import BrokerConfig
 from broker.services.appends import AppendSignal
 from broker.services.durability import min_insync_replicas
-from broker.services.topics import (
-    OFFSETS_TOPIC,
-    TRANSACTION_STATE_TOPIC,
-    Partition,
-    PartitionMetadata,
-    TopicManager,
-)
+from broker.services.topics import Partition, PartitionMetadata, TopicManager
 from protocol.header import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -78,8 +72,10 @@ class ReplicaManager:
         self.cluster = cluster
         self.leading: dict[tuple[str, int], LeaderState] = {}
         self.fetchers: Any = None  # broker.cluster.fetcher.FetcherManager, set at start
-        # Coordinators to tell about their partitions: (topic, index, leader epoch or None to unload).
-        self.on_coordinator_partition: list[Callable[[str, int, int | None], None]] = []
+        # Who is told when this broker becomes a partition's leader or stops being it: (topic, index, leader
+        # epoch, or None when it no longer leads it). The coordinators load and unload their partitions, the
+        # share partitions of a partition led elsewhere now go.
+        self.on_leadership: list[Callable[[str, int, int | None], None]] = []
         self._isr_wake = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.log_dir_offline: str | None = None  # why this broker's log directory failed (None: it is online)
@@ -108,7 +104,7 @@ class ReplicaManager:
         for tp in list(self.leading):
             state = self._stop_leading(tp)
             if state is not None:
-                self._coordinator(state.partition, None)
+                self._leadership(state.partition, None)
         if self.fetchers is not None:
             for partition in list(self.topics.hosted()):
                 self.fetchers.remove((partition.topic, partition.index))
@@ -189,7 +185,7 @@ class ReplicaManager:
         if not was_leading:
             log.info("leading %s-%d at epoch %d (replicas %s, ISR %s)", *tp, partition.leader_epoch,
                      partition.replicas, partition.isr)
-            self._coordinator(partition, partition.leader_epoch)
+            self._leadership(partition, partition.leader_epoch)
         self.appends.notify()
 
     def _stop_leading(self, tp: tuple[str, int]) -> LeaderState | None:
@@ -204,7 +200,7 @@ class ReplicaManager:
     def _become_follower(self, partition: Partition) -> None:
         tp = (partition.topic, partition.index)
         if self._stop_leading(tp) is not None:
-            self._coordinator(partition, None)
+            self._leadership(partition, None)
             log.info("%s-%d: leadership moved to broker %d (epoch %d)", *tp, partition.leader,
                      partition.leader_epoch)
         if partition.replicated_hw is None:
@@ -221,10 +217,9 @@ class ReplicaManager:
         plog = partition.log
         return max(plog.log_start_offset, min(plog.flushed_offset, plog.log_end_offset))
 
-    def _coordinator(self, partition: Partition, epoch: int | None) -> None:
-        if partition.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
-            for callback in self.on_coordinator_partition:
-                callback(partition.topic, partition.index, epoch)
+    def _leadership(self, partition: Partition, epoch: int | None) -> None:
+        for callback in self.on_leadership:
+            callback(partition.topic, partition.index, epoch)
 
     # -- StopReplica ------------------------------------------------------------------------------------------------
     def apply_stop_replica(self, req: Any) -> dict[tuple[str, int], ErrorCode]:
@@ -241,7 +236,7 @@ class ReplicaManager:
                     self.fetchers.remove(tp)
                 state = self._stop_leading(tp)
                 if state is not None and partition is not None:
-                    self._coordinator(partition, None)
+                    self._leadership(partition, None)
                 try:
                     if p.delete_partition:
                         self.topics.stop_replica(*tp, delete=True)
@@ -260,7 +255,7 @@ class ReplicaManager:
         for tp in [tp for tp in self.leading if tp[0] == name]:
             state = self._stop_leading(tp)
             assert state is not None
-            self._coordinator(state.partition, None)
+            self._leadership(state.partition, None)
         topic = self.topics.get(name)
         if topic is not None and self.fetchers is not None:
             for partition in topic.partitions:

@@ -21,10 +21,12 @@ from broker.services.cluster_view import CreatedTopic
 from broker.services.topics import (
     INTERNAL_TOPICS,
     OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
     Topic,
     TopicError,
     TopicManager,
     check_new_assignments,
+    share_state_topic_configs,
     validate_topic_name,
 )
 from protocol.header import ErrorCode
@@ -37,14 +39,17 @@ log = logging.getLogger(__name__)
 
 
 def internal_topic_settings(config: BrokerConfig, name: str, live_brokers: int) -> tuple[int, int, dict[str, str]]:
-    """Partitions, replication factor and configs of `__consumer_offsets` / `__transaction_state`, however
-    they get created: the configured replication factor, at most the live brokers (a cluster smaller than
-    the default of 3 still gets its coordinators)."""
+    """Partitions, replication factor and configs of `__consumer_offsets`, `__transaction_state` and
+    `__share_group_state`, however they get created: the configured replication factor, at most the live brokers
+    (a cluster smaller than the default of 3 still gets its coordinators)."""
     if name == OFFSETS_TOPIC:
         rf = min(config.offsets_topic_replication_factor, max(1, live_brokers))
         return config.offsets_topic_num_partitions, rf, {
             "cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes),
             "compression.type": "producer"}
+    if name == SHARE_STATE_TOPIC:
+        rf = min(config.share_coordinator_state_topic_replication_factor, max(1, live_brokers))
+        return config.share_coordinator_state_topic_num_partitions, rf, share_state_topic_configs(config, rf)
     rf = min(config.transaction_state_log_replication_factor, max(1, live_brokers))
     return config.transaction_state_log_num_partitions, rf, {
         "cleanup.policy": "compact", "segment.bytes": str(config.transaction_state_log_segment_bytes),
@@ -62,6 +67,8 @@ class ZkTopicAdmin:
         self._nursery: trio.Nursery | None = None
         # A client quota changed (/config/users, /config/clients, /config/ips): the cluster reads them again.
         self.on_quota_config_changed: Callable[[], Awaitable[None]] | None = None
+        # A group's configs changed (/config/groups/<group>): (group id, its configs).
+        self.on_group_config_changed: Callable[[str, dict[str, str]], None] | None = None
 
     async def run(self) -> None:
         """Follow the topics' config changes; auto-created topics are written in the background meanwhile."""
@@ -104,6 +111,9 @@ class ZkTopicAdmin:
                     if entity_type in (ConfigType.USER, ConfigType.CLIENT, ConfigType.IP) and \
                             self.on_quota_config_changed is not None:
                         await self.on_quota_config_changed()
+                    if entity_type == ConfigType.GROUP and self.on_group_config_changed is not None:
+                        configs = await self.zk.get_entity_config(ConfigType.GROUP, entity)
+                        self.on_group_config_changed(entity, configs)
                     if entity_type == ConfigType.TOPIC:
                         configs = await self.zk.get_entity_config(ConfigType.TOPIC, entity)
                         self.topic_configs[entity] = configs

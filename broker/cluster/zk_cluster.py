@@ -45,11 +45,29 @@ from zk.znodes import BrokerRegistration, Endpoint
 
 if TYPE_CHECKING:
     from broker.cluster.marker_channel import MarkerChannel
+    from broker.cluster.share_state_channel import ShareStateChannel
+    from broker.config.group_configs import GroupConfigStore
+    from broker.config.kafka_versions import VersionProfile
     from broker.services.marker_writer import MarkerWriter
 
 log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+class ZkGroupConfigStore:
+    """Group configs in ZooKeeper (/config/groups/<group>, changes announced under /config/changes)."""
+
+    def __init__(self, zk: KafkaZkClient) -> None:
+        self.zk = zk
+
+    async def save(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        from broker.config.group_configs import GroupConfigStoreError
+
+        try:
+            await self.zk.change_entity_config(z.ConfigType.GROUP, group_id, overrides)
+        except ZooKeeperError as exc:
+            raise GroupConfigStoreError(f"ZooKeeper: {exc}") from exc
 CONTROLLED_SHUTDOWN_VERSION = 3
 ALTER_PARTITION_VERSION = 3
 
@@ -82,6 +100,10 @@ class ZkCluster:
         # Delegation tokens (/delegation_token/tokens): read at start, then at each token change notification.
         self.delegation_tokens_at_start: list[Any] = []
         self.on_tokens_changed: Any = None  # callback(all tokens), set by the broker's token service
+        # Group configs (/config/groups): read at start, kept current at each change (for the broker's
+        # GroupConfigs, built on first use, which `follow_group_configs` also tells).
+        self.group_configs: dict[str, dict[str, str]] = {}
+        self._group_configs_changed: Callable[[str, dict[str, str]], None] | None = None
         self._verify_clients: dict[int, BrokerClient] = {}  # KIP-890 verification, per coordinator broker
         # TLS and SASL of this broker's own connections to the others (None: a PLAINTEXT inter-broker listener).
         security = inter_broker_security(config)
@@ -135,12 +157,15 @@ class ZkCluster:
 
             quotas = await client_quotas.load_from_zookeeper(zk)
             tokens = await delegation_tokens.load_from_zookeeper(zk)
+            groups = {group: await zk.get_entity_config(z.ConfigType.GROUP, group)
+                      for group in await zk.get_all_entities_with_config(z.ConfigType.GROUP)}
         except BaseException:
             await session.aclose()
             raise
         cluster = cls(config, session, zk)
         cluster.client_quotas_at_start = quotas
         cluster.delegation_tokens_at_start = tokens
+        cluster.group_configs = groups
         return cluster
 
     def attach(self, topics: TopicManager, replicas: ReplicaHooks) -> None:
@@ -148,6 +173,18 @@ class ZkCluster:
         self._replicas = replicas
         self._admin = ZkTopicAdmin(self.config, self.zk, self.metadata, topics)
         self._admin.on_quota_config_changed = self._reload_client_quotas
+        self._admin.on_group_config_changed = self._group_config_changed
+
+    def _group_config_changed(self, group_id: str, configs: dict[str, str]) -> None:
+        self.group_configs[group_id] = configs
+        if self._group_configs_changed is not None:
+            self._group_configs_changed(group_id, configs)
+
+    def follow_group_configs(self, changed: Callable[[str, dict[str, str]], None]) -> GroupConfigStore:
+        """Group configs kept in ZooKeeper for the whole cluster: `changed(group id, configs)` at each change
+        another broker makes from now on; the store this broker's changes go to."""
+        self._group_configs_changed = changed
+        return ZkGroupConfigStore(self.zk)
 
     @property
     def topics(self) -> TopicManager:
@@ -388,6 +425,12 @@ class ZkCluster:
 
         return MarkerChannel(self.node_id, self.topics, local, self.metadata,
                              self.config.replica_socket_timeout_ms / 1000)
+
+    def share_coordinators(self, versions: VersionProfile) -> ShareStateChannel:
+        """The other brokers' share coordinators, as the share persister reaches them."""
+        from broker.cluster.share_state_channel import ShareStateChannel
+
+        return ShareStateChannel(self.node_id, self.metadata, versions, self.config.replica_socket_timeout_ms / 1000)
 
     def not_controller(self) -> bool:
         """CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go to the controller in ZooKeeper

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from broker.config.kafka_versions import release_key
 from broker.config.options import BrokerConfig
@@ -20,6 +21,16 @@ _DURATION = re.compile(r"^by_duration:P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\
 
 class GroupConfigError(ValueError):
     pass
+
+
+def duration_ms(text: str) -> int:
+    """An ISO-8601 duration of share.auto.offset.reset's `by_duration:` (PnDTnHnMn.nS, checked by _DURATION), in
+    milliseconds."""
+    found = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text)
+    if found is None:
+        raise GroupConfigError(f"not a duration: {text!r}")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
+    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,14 +174,43 @@ def group_configs_of(release: str) -> dict[str, GroupConfigDef]:
     return {name: d for name, d in GROUP_CONFIGS.items() if release_key(release) >= release_key(d.since)}
 
 
+class GroupConfigStoreError(Exception):
+    """The cluster's store of group configs could not take a change."""
+
+
+class GroupConfigStore(Protocol):
+    """Where a cluster keeps its group configs (broker.cluster.zk_cluster.ZkGroupConfigStore)."""
+
+    async def save(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        """Raises GroupConfigStoreError when it cannot."""
+
+
 class GroupConfigs:
-    def __init__(self, config: BrokerConfig, path: Path, release: str) -> None:
+    def __init__(self, config: BrokerConfig, path: Path, release: str, store: GroupConfigStore | None = None,
+                 initial: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        """A single broker keeps them in `path`; a cluster's brokers in `store`, shared (`initial`: what it holds
+        now; `replace` follows the other brokers' changes)."""
         self.config = config
         self.path = path
+        self.store = store
         self.definitions = group_configs_of(release)
         self.overrides: dict[str, dict[str, str]] = {}
-        if path.exists():
+        if initial is not None:
+            self.overrides = {g: dict(c) for g, c in initial.items() if c}
+        elif path.exists():
             self.overrides = json.loads(path.read_text())
+
+    def replace(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        """Another broker of the cluster changed the group's configs."""
+        if overrides:
+            self.overrides[group_id] = dict(overrides)
+        else:
+            self.overrides.pop(group_id, None)
+
+    async def save(self, group_id: str) -> None:
+        """A cluster's change goes to the store, for every broker (a single broker's is saved by `alter`)."""
+        if self.store is not None:
+            await self.store.save(group_id, self.overrides.get(group_id, {}))
 
     def get(self, group_id: str, name: str) -> str | None:
         return self.overrides.get(group_id, {}).get(name)
@@ -197,9 +237,7 @@ class GroupConfigs:
                                        f"streams.heartbeat.interval.ms ({heartbeat})")
         if validate_only:
             return
-        if overrides:
-            self.overrides[group_id] = dict(overrides)
-        else:
-            self.overrides.pop(group_id, None)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path, json.dumps(self.overrides, sort_keys=True))
+        self.replace(group_id, overrides)
+        if self.store is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.path, json.dumps(self.overrides, sort_keys=True))

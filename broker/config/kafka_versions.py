@@ -141,7 +141,6 @@ _ACCEPTED_FROM = {0: 3}
 # description update in 4.4). The release tables say which of them each 4.x release serves.
 KAFKA4_APIS = frozenset({68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93})
 KAFKA4 = "4.0"
-SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 
 # The feature levels a freshly formatted cluster of each release finalizes, for what minibroker implements of
 # them: {release: {feature: (min supported, max supported, finalized level)}}. A real Kafka 4.1 answers
@@ -194,15 +193,6 @@ class VersionProfile:
                 lo, hi, _ = served[key]
                 accepted.setdefault(key, (lo, hi))
         return VersionProfile(self.release, self.advertised, accepted, self.features)
-
-    def without(self, api_keys: frozenset[int]) -> VersionProfile:
-        """This profile without some APIs (and the share.version feature when they are the share group ones)."""
-        features = self.features
-        if api_keys >= SHARE_GROUP_APIS:
-            features = {key: [f for f in value if f["name"] != "share.version"] if isinstance(value, list) else value
-                        for key, value in features.items()}
-        return VersionProfile(self.release, {k: v for k, v in self.advertised.items() if k not in api_keys},
-                              {k: v for k, v in self.accepted.items() if k not in api_keys}, features)
 
     @property
     def decode_limits(self) -> DecodeLimits | None:

@@ -229,6 +229,17 @@ OPTIONS: tuple[Option, ...] = (
            "Share groups: deliveries of a record before it is archived (never delivered again)."),
     Option("group.share.partition.max.record.locks", "group_share_partition_max_record_locks", int,
            "Share groups: most records of a partition in flight (acquired) at once."),
+    Option("share.coordinator.state.topic.num.partitions", "share_coordinator_state_topic_num_partitions", int,
+           "Partitions of `__share_group_state` (the share coordinator's), fixed when it is created."),
+    Option("share.coordinator.state.topic.segment.bytes", "share_coordinator_state_topic_segment_bytes", int,
+           "Segment size of `__share_group_state`."),
+    Option("share.coordinator.snapshot.update.records.per.snapshot",
+           "share_coordinator_snapshot_update_records_per_snapshot", int,
+           "Share coordinator: a share partition's state is written whole again after this many updates."),
+    Option("share.coordinator.state.topic.prune.interval.ms", "share_coordinator_state_topic_prune_interval_ms", int,
+           "Share coordinator: how often the records of `__share_group_state` no state needs are deleted."),
+    Option("share.coordinator.write.timeout.ms", "share_coordinator_write_timeout_ms", int,
+           "Share coordinator: how long a state write waits to be replicated."),
     Option("transaction.state.log.num.partitions", "transaction_state_log_num_partitions", int,
            "Partitions of `__transaction_state`, fixed when it is created."),
     Option("transaction.state.log.segment.bytes", "transaction_state_log_segment_bytes", int,
@@ -284,6 +295,10 @@ OPTIONS: tuple[Option, ...] = (
            "Replication factor of __transaction_state."),
     Option("transaction.state.log.min.isr", "transaction_state_log_min_isr", int,
            "min.insync.replicas of __transaction_state."),
+    Option("share.coordinator.state.topic.replication.factor", "share_coordinator_state_topic_replication_factor",
+           int, "Replication factor of __share_group_state."),
+    Option("share.coordinator.state.topic.min.isr", "share_coordinator_state_topic_min_isr", int,
+           "min.insync.replicas of __share_group_state."),
     Option("min.insync.replicas", "min_insync_replicas", int,
            "With acks=all, fewer in-sync replicas than this refuse the write (NOT_ENOUGH_REPLICAS)."),
     Option("unclean.leader.election.enable", "unclean_leader_election_enable", bool,
@@ -376,6 +391,11 @@ class BrokerConfig:
     group_share_record_lock_duration_ms: int = 30_000
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2_000
+    share_coordinator_state_topic_num_partitions: int = 50
+    share_coordinator_state_topic_segment_bytes: int = 100 * 1024 * 1024
+    share_coordinator_snapshot_update_records_per_snapshot: int = 500
+    share_coordinator_state_topic_prune_interval_ms: int = 5 * 60_000
+    share_coordinator_write_timeout_ms: int = 5_000
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
     transaction_max_timeout_ms: int = 900_000
@@ -404,6 +424,8 @@ class BrokerConfig:
     offsets_topic_replication_factor: int = 3
     transaction_state_log_replication_factor: int = 3
     transaction_state_log_min_isr: int = 2
+    share_coordinator_state_topic_replication_factor: int = 3
+    share_coordinator_state_topic_min_isr: int = 2
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     replica_lag_time_max_ms: int = 30_000
@@ -496,6 +518,8 @@ class BrokerConfig:
             raise ValueError("offsets.topic.num.partitions must be at least 1")
         if self.transaction_state_log_num_partitions < 1:
             raise ValueError("transaction.state.log.num.partitions must be at least 1")
+        if self.share_coordinator_state_topic_num_partitions < 1:
+            raise ValueError("share.coordinator.state.topic.num.partitions must be at least 1")
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if not self.listeners:

@@ -78,7 +78,7 @@ async def _alter(ctx: RequestContext, resource: Any, incremental: bool, validate
         return _alter_broker(ctx, resource, incremental, validate_only)
     if resource.resource_type == GROUP and incremental and ctx.broker.versions.since("4.0"):
         # Group configs came with KRaft's group coordinator; a ZooKeeper-mode 3.x broker refuses the type.
-        return _alter_group(ctx, resource, validate_only)
+        return await _alter_group(ctx, resource, validate_only)
     if resource.resource_type == BROKER_LOGGER and incremental:  # legacy AlterConfigs does not know it
         return _alter_loggers(ctx, resource, validate_only)
     if resource.resource_type != TOPIC:
@@ -129,20 +129,25 @@ def _alter_broker(ctx: RequestContext, resource: Any, incremental: bool, validat
     return ErrorCode.NONE, None
 
 
-def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
-    from broker.config.group_configs import GroupConfigError
+async def _alter_group(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    from broker.config.group_configs import GroupConfigError, GroupConfigStoreError
 
     configs = ctx.broker.group_configs
     try:
         current = dict(configs.overrides.get(resource.resource_name, {}))
         overrides = _incremental(current, resource.configs, lambda n: None, lambda n: False)
         configs.alter(resource.resource_name, overrides, validate_only=validate_only)
+        if not validate_only:
+            await configs.save(resource.resource_name)  # a cluster's: for every broker
     except _Refused as exc:
         return exc.error, exc.message
     except GroupConfigError as exc:
         return ErrorCode.INVALID_CONFIG, str(exc)
     except OSError as exc:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    except GroupConfigStoreError as exc:  # the cluster's store (ZooKeeper) did not take it: nothing changed
+        configs.replace(resource.resource_name, current)
+        return ErrorCode.REQUEST_TIMED_OUT, str(exc)
     return ErrorCode.NONE, None
 
 

@@ -21,14 +21,15 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     consumer = {g: groups.consumer.delete_group(g, now) for g in wanted if g in groups.consumer.groups}
     # KIP-1071 streams groups likewise (Empty only).
     consumer.update({g: groups.streams.delete_group(g, now) for g in wanted if g in groups.streams.groups})
-    # KIP-932 share groups (Empty only): their record, and the state of their share partitions.
+    # KIP-932 share groups (Empty only): the state of their share partitions at the share coordinator, then
+    # their records.
     for g in [g for g in wanted if g in groups.share.groups]:
-        error = groups.share.delete_group(g, now)
-        if error == ErrorCode.NONE:
-            shares = ctx.broker.share_partitions
-            for topic_id in {key[1] for key, _ in list(shares.group_partitions(g))}:
-                shares.delete_offsets(g, topic_id)
-        consumer[g] = error
+        share_group = groups.share.groups[g]
+        if share_group.members:
+            consumer[g] = ErrorCode.NON_EMPTY_GROUP
+            continue
+        error = await groups.delete_share_state(g, list(groups.share.state_partitions(g)))
+        consumer[g] = error or groups.share.delete_group(g, ctx.broker.now_ms())
     errors = groups.coordinator.delete_groups([g for g in wanted if g not in consumer or
                                                (consumer[g] == ErrorCode.NONE and g in groups.coordinator.groups)],
                                               now)

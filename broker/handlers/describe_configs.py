@@ -52,7 +52,8 @@ _LONG_OPTIONS = {"log.roll.ms", "log.retention.ms", "log.retention.bytes", "log.
                  "offsets.retention.check.interval.ms", "producer.id.expiration.check.interval.ms",
                  "controlled.shutdown.timeout.ms", "controlled.shutdown.retry.backoff.ms",
                  "leader.imbalance.check.interval.seconds", "replica.lag.time.max.ms"}
-_SHORT_OPTIONS = {"offsets.topic.replication.factor", "transaction.state.log.replication.factor"}
+_SHORT_OPTIONS = {"offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+                  "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr"}
 # Types Kafka 4.0 changed, as the 3.x releases describe them: name -> (release of the change, older type).
 _OLDER_KINDS = {"group.share.max.size": ("4.0", 4)}  # SHORT
 _LIST_OPTIONS = {"log.cleanup.policy", "group.consumer.assignors"}

@@ -1,8 +1,8 @@
 """DescribeShareGroupOffsets (KIP-932): the share-partition start offset of each partition a share group
-consumes (-1 where it has no state yet), for the named topics or all of them; v1 (Kafka 4.2+, KIP-1226) also
-the lag: the records from the start offset to the high watermark not yet acknowledged or archived. The start
-offset is the one Kafka's share-group state holds (SharePartition.persisted_start: -1 before the first
-acknowledgement, then one state write behind), as a live Kafka 4.4 reports it."""
+consumes, as the share coordinator holds it (ReadShareGroupStateSummary: -1 until the partition leader's first
+state write, then the start offset from before its latest write, as a live Kafka 4.4 reports it), for the named
+topics or all of them; v1 (Kafka 4.2+, KIP-1226) also the lag: the records from the start offset to the high
+watermark not yet acknowledged or archived (the summary's delivery complete count)."""
 
 from __future__ import annotations
 
@@ -13,26 +13,39 @@ from broker.security.access import AclOperation, ResourceType, authorized, autho
 from protocol.header import ErrorCode
 
 
+def _lag(high_watermark: int | None, start_offset: int, delivery_complete_count: int) -> int:
+    if high_watermark is None or start_offset < 0 or delivery_complete_count < 0:
+        return -1
+    return max(high_watermark - start_offset - delivery_complete_count, 0)
+
+
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     groups = broker.groups
     await groups.loaded.wait()
-    shares = broker.share_partitions
-    await shares.loaded.wait()
     out = []
     for g in req.groups:
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
             out.append({"group_id": g.group_id, "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED})
             continue
+        elsewhere = groups.runtime.error_for(g.group_id)
+        if elsewhere:
+            out.append({"group_id": g.group_id, "topics": [], "error_code": elsewhere})
+            continue
         if g.group_id not in groups.share.groups:
             out.append({"group_id": g.group_id, "topics": [], "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
                         "error_message": f"Group {g.group_id} is not a share group."})
             continue
-        starts: dict[tuple[str, int], tuple[int, int]] = {}  # (start offset, lag)
-        for (_gid, topic_id, index), sp in shares.group_partitions(g.group_id):
+        summaries = await groups.share_offsets(g.group_id)
+        starts: dict[tuple[str, int], tuple[int, int, int]] = {}  # (start offset, leader epoch, lag)
+        for (topic_id, index), summary in summaries.items():
             topic = broker.topics.get_by_id(topic_id)
-            if topic is not None:
-                starts[(topic.name, index)] = (sp.persisted_start, sp.lag(topic.partitions[index].high_watermark))
+            if topic is None or summary.error:
+                continue
+            partition = topic.partitions[index] if index < len(topic.partitions) else None
+            hw = partition.high_watermark if partition is not None and partition.log is not None else None
+            starts[(topic.name, index)] = (summary.start_offset, summary.leader_epoch,
+                                           _lag(hw, summary.start_offset, summary.delivery_complete_count))
         if g.topics is None:
             wanted: dict[str, list[int]] = {}
             for name, index in sorted(starts):
@@ -51,9 +64,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     error = ErrorCode.NONE
-                start, lag = starts.get((name, index), (-1, -1)) if error == ErrorCode.NONE else (-1, -1)
+                start, epoch, lag = starts.get((name, index), (-1, 0, -1)) if error == ErrorCode.NONE \
+                    else (-1, -1, -1)
                 partitions.append({"partition_index": index, "start_offset": start, "lag": lag,
-                                   "leader_epoch": 0 if error == ErrorCode.NONE else -1, "error_code": error})
+                                   "leader_epoch": epoch, "error_code": error})
             topics.append({"topic_name": name, "topic_id": topic.topic_id if topic else None,
                            "partitions": partitions})
         out.append({"group_id": g.group_id, "topics": topics, "error_code": ErrorCode.NONE})

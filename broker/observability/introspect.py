@@ -95,12 +95,13 @@ def groups(broker: Broker) -> dict[str, dict[str, Any]]:
 
 
 def share_partitions(broker: Broker) -> dict[str, dict[str, dict[str, Any]]]:
-    """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}}"""
+    """{share group: {"topic-p": {"start_offset", "end_offset", "in_flight": {state: count}}}} of the share
+    partitions this broker leads and holds in memory (while the group has share sessions here)."""
     service = broker.__dict__.get("share_partitions")
     if service is None:
         return {}
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for (group_id, topic_id, index), sp in service.group_partitions_all():
+    for (group_id, topic_id, index), sp in service.cached():
         topic = broker.topics.get_by_id(topic_id)
         name = f"{topic.name if topic else topic_id}-{index}"
         out.setdefault(group_id, {})[name] = {"start_offset": sp.start_offset, "end_offset": sp.end_offset,

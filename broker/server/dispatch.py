@@ -183,7 +183,7 @@ def _build_table() -> dict[int, Api]:
             "StreamsGroupDescribeResponse"),
         Api(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0, "streams_group_topology_description_update",
             "StreamsGroupTopologyDescriptionUpdateRequest", "StreamsGroupTopologyDescriptionUpdateResponse"),
-        # KIP-932 share groups: the 4.1 to 4.4 profiles (kafka_versions.SHARE_GROUP_APIS), single broker only.
+        # KIP-932 share groups: the 4.1 to 4.4 profiles.
         Api(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "share_group_heartbeat", "ShareGroupHeartbeatRequest",
             "ShareGroupHeartbeatResponse"),
         Api(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, "share_group_describe", "ShareGroupDescribeRequest",
@@ -197,6 +197,17 @@ def _build_table() -> dict[int, Api]:
             "AlterShareGroupOffsetsResponse"),
         Api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, "delete_share_group_offsets", "DeleteShareGroupOffsetsRequest",
             "DeleteShareGroupOffsetsResponse"),
+        # The share coordinator's state APIs (the partition leaders' and group coordinator's persister).
+        Api(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0, "initialize_share_group_state",
+            "InitializeShareGroupStateRequest", "InitializeShareGroupStateResponse"),
+        Api(ApiKey.READ_SHARE_GROUP_STATE, 0, 0, "read_share_group_state", "ReadShareGroupStateRequest",
+            "ReadShareGroupStateResponse"),
+        Api(ApiKey.WRITE_SHARE_GROUP_STATE, 0, 1, "write_share_group_state", "WriteShareGroupStateRequest",
+            "WriteShareGroupStateResponse"),
+        Api(ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0, "delete_share_group_state", "DeleteShareGroupStateRequest",
+            "DeleteShareGroupStateResponse"),
+        Api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1, "read_share_group_state_summary",
+            "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse"),
         Api(ApiKey.OFFSET_DELETE, 0, 0, "offset_delete", "OffsetDeleteRequest", "OffsetDeleteResponse"),
         Api(ApiKey.DESCRIBE_PRODUCERS, 0, 0, "describe_producers", "DescribeProducersRequest",
             "DescribeProducersResponse"),
@@ -279,8 +290,4 @@ def version_profile(kafka_version: str = kafka_versions.DEFAULT, *,
     """What the broker advertises and accepts when it looks like `kafka_version` (--kafka-version); a
     cluster's brokers also accept the cluster's own requests (whatever release they look like to clients)."""
     profile = kafka_versions.resolve(served(), kafka_version)
-    if not cluster:
-        return profile
-    # Share groups are served by a single broker only (their state is not replicated here yet).
-    profile = profile.without(kafka_versions.SHARE_GROUP_APIS)
-    return profile.with_inter_broker(served())
+    return profile.with_inter_broker(served()) if cluster else profile

@@ -15,7 +15,9 @@ from broker.services.topics import Topic
 from protocol.header import ErrorCode
 
 if TYPE_CHECKING:
+    from broker.config.kafka_versions import VersionProfile
     from broker.services.marker_writer import Marker, MarkerWriter
+    from broker.services.share_persister import RemoteCoordinators
 
 TopicPartition = tuple[str, int]
 
@@ -106,3 +108,7 @@ class ClusterView(Protocol):
     # -- transactions ------------------------------------------------------------------------------------------
     def transaction_markers(self, local: MarkerWriter) -> MarkerSender:
         """Where the transaction coordinator sends its markers (`local`: this broker's own partitions)."""
+
+    # -- share groups ------------------------------------------------------------------------------------------
+    def share_coordinators(self, versions: VersionProfile) -> RemoteCoordinators | None:
+        """The other brokers' share coordinators (None: this broker coordinates every share partition's state)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from broker.config.options import BrokerConfig
 from broker.log.flusher import GroupFlusher
-from broker.services.topics import TRANSACTION_STATE_TOPIC, Partition, TopicManager
+from broker.services.topics import SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC, Partition, TopicManager
 from protocol.header import ErrorCode
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -25,6 +25,8 @@ def min_insync_replicas(topics: TopicManager, config: BrokerConfig, partition: P
         configured = int(value)
     elif partition.topic == TRANSACTION_STATE_TOPIC:
         configured = config.transaction_state_log_min_isr
+    elif partition.topic == SHARE_STATE_TOPIC:
+        configured = config.share_coordinator_state_topic_min_isr
     else:
         configured = config.min_insync_replicas
     return min(configured, max(len(partition.replicas), 1))

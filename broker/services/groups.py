@@ -41,6 +41,7 @@ from protocol.records import Record as LogRecord
 
 if TYPE_CHECKING:
     from broker.log.append import Appender
+    from broker.services.share_persister import SharePersister
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +90,14 @@ class _Reply:
 class GroupService:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, durability: Durability,
                  appender: Appender, internal_topic: Callable[[str], Topic | ErrorCode], *,
-                 per_partition: bool = False, group_config: Callable[[str, str], str | None] | None = None) -> None:
+                 per_partition: bool = False, group_config: Callable[[str, str], str | None] | None = None,
+                 share_persister: Callable[[], SharePersister] | None = None) -> None:
         """`internal_topic(name)`: `__consumer_offsets`, created if it is not there yet (an ErrorCode while it
         cannot be had). `per_partition`: a cluster's broker coordinates only the groups of the partitions it
         leads, loaded when it becomes their leader (`runtime.on_partition`); a single broker, every group.
-        `group_config(group_id, name)`: a group's own setting of a group config (None: the default)."""
+        `group_config(group_id, name)`: a group's own setting of a group config (None: the default).
+        `share_persister()`: how share groups' share-partition state is initialized, read and deleted at the
+        share coordinator."""
         self.config = config
         self.topics = topics
         self.clock = clock
@@ -123,7 +127,10 @@ class GroupService:
             session_timeout_ms=c.group_share_session_timeout_ms,
             heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
             max_size=c.group_share_max_size,
+            **share_epochs_of(c),
         ), self, TopicsView(topics))
+        self._share_persister = share_persister
+        self._nursery: trio.Nursery | None = None
         self._group_config = group_config
         self.streams = StreamsGroupCoordinator(self.streams_config, self, TopicsView(topics))
         self.share.other_group_type = self.other_group_type
@@ -260,6 +267,7 @@ class GroupService:
         """Load `__consumer_offsets` (a single broker, all of it now; a cluster's, partition by partition as it
         becomes their leader), then fire the coordinator's timers and expire old offsets."""
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             await self.runtime.start(nursery)
             if not self.runtime.per_partition:
                 log.info("loaded %d classic and %d consumer group(s) from %s", len(self.coordinator.groups),
@@ -363,15 +371,52 @@ class GroupService:
         return HeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
 
     async def share_group_heartbeat(self, **request: Any) -> Any:
-        """ShareGroupHeartbeat (KIP-932): answered once its records are durable."""
+        """ShareGroupHeartbeat (KIP-932): answered once its records are durable; the share partitions it starts
+        initializing are initialized at the share coordinator meanwhile (the next heartbeat assigns them)."""
         await self.loaded.wait()
-        error = self.runtime.error_for(request["group_id"])
+        group_id = request["group_id"]
+        error = self.runtime.error_for(group_id)
         if error:
             return ShareHeartbeatResult(error)
         result = self.share.heartbeat(**request, now_ms=self.clock.now_ms())
         self.changed()
-        stored = await self.durable(request["group_id"])
-        return ShareHeartbeatResult(stored) if stored and result.error == ErrorCode.NONE else result
+        stored = await self.durable(group_id)
+        if stored and result.error == ErrorCode.NONE:
+            return ShareHeartbeatResult(stored)
+        if result.initialize and self._nursery is not None:
+            self._nursery.start_soon(self._initialize_share_state, group_id, result.initialize, result.state_epoch)
+        return result
+
+    async def _initialize_share_state(self, group_id: str, partitions: dict[uuid.UUID, frozenset[int]],
+                                      state_epoch: int, start_offsets: dict[tuple[uuid.UUID, int], int] | None = None
+                                      ) -> ErrorCode:
+        """InitializeShareGroupState of each share partition at `state_epoch` (start offset -1: the partition
+        leader applies share.auto.offset.reset, unless `start_offsets` gives one), then the group records which
+        were initialized; the first error, if any."""
+        persister = self._share_persister() if self._share_persister is not None else None
+        if persister is None:
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        done: dict[uuid.UUID, set[int]] = {}
+        failed: dict[uuid.UUID, set[int]] = {}
+        errors: list[ErrorCode] = []
+
+        async def one(topic_id: uuid.UUID, partition: int) -> None:
+            start = (start_offsets or {}).get((topic_id, partition), -1)
+            result = await persister.initialize((group_id, topic_id, partition), state_epoch, start)
+            (failed if result.error else done).setdefault(topic_id, set()).add(partition)
+            if result.error:
+                errors.append(result.error)
+                log.warning("share group %s: initializing the state of %s-%d failed: %s", group_id, topic_id,
+                            partition, result.error.name)
+
+        async with trio.open_nursery() as nursery:
+            for topic_id, indexes in partitions.items():
+                for index in indexes:
+                    nursery.start_soon(one, topic_id, index)
+        self.share.initialized(group_id, {t: frozenset(p) for t, p in done.items()},
+                               {t: frozenset(p) for t, p in failed.items()}, self.clock.now_ms())
+        stored = await self.durable(group_id)
+        return errors[0] if errors else stored
 
     async def create_share_group(self, group_id: str, epoch: int) -> ErrorCode:
         """An empty share group (AlterShareGroupOffsets of a group not there yet), once its record is durable."""
@@ -380,6 +425,60 @@ class GroupService:
         if error:
             return error
         return await self.durable(group_id) or ErrorCode.NONE
+
+    async def alter_share_offsets(self, group_id: str, offsets: dict[tuple[uuid.UUID, int], int]) -> ErrorCode:
+        """AlterShareGroupOffsets: the share partitions' state initialized again at the given start offsets (at the
+        group's epoch), as Kafka's group coordinator does through its persister."""
+        partitions: dict[uuid.UUID, frozenset[int]] = {}
+        for topic_id, index in offsets:
+            partitions[topic_id] = partitions.get(topic_id, frozenset()) | {index}
+        error, state_epoch = self.share.prepare_initialize(group_id, partitions, self.clock.now_ms())
+        if error:
+            return error
+        return await self._initialize_share_state(group_id, partitions, state_epoch, offsets)
+
+    async def delete_share_state(self, group_id: str, topic_ids: list[uuid.UUID]) -> ErrorCode:
+        """DeleteShareGroupOffsets and DeleteGroups: the topics' share-partition state deleted at the share
+        coordinator (marked as being deleted first, in the group's records)."""
+        wanted = self.share.state_partitions(group_id, topic_ids)
+        error = self.share.prepare_delete(group_id, topic_ids, self.clock.now_ms())
+        if error:
+            return error
+        persister = self._share_persister() if self._share_persister is not None else None
+        errors: list[ErrorCode] = []
+
+        async def one(key: tuple[str, uuid.UUID, int]) -> None:
+            assert persister is not None
+            result = await persister.delete(key)
+            if result.error:
+                errors.append(result.error)
+
+        if persister is not None:
+            async with trio.open_nursery() as nursery:
+                for topic_id, indexes in wanted.items():
+                    for index in indexes:
+                        nursery.start_soon(one, (group_id, topic_id, index))
+        if errors:
+            return errors[0]
+        error = self.share.deleted(group_id, topic_ids, self.clock.now_ms())
+        return error or await self.durable(group_id)
+
+    async def share_offsets(self, group_id: str) -> dict[tuple[uuid.UUID, int], Any]:
+        """ReadShareGroupStateSummary of every share partition of the group with state: {(topic id, partition):
+        persister StateResult}."""
+        persister = self._share_persister() if self._share_persister is not None else None
+        out: dict[tuple[uuid.UUID, int], Any] = {}
+        if persister is None:
+            return out
+
+        async def one(topic_id: uuid.UUID, index: int) -> None:
+            out[(topic_id, index)] = await persister.summary((group_id, topic_id, index))
+
+        async with trio.open_nursery() as nursery:
+            for topic_id, indexes in self.share.state_partitions(group_id).items():
+                for index in indexes:
+                    nursery.start_soon(one, topic_id, index)
+        return out
 
     async def streams_group_heartbeat(self, request: HeartbeatRequest) -> StreamsHeartbeatResult:
         """StreamsGroupHeartbeat (KIP-1071): answered once its records are durable."""
@@ -409,6 +508,20 @@ class GroupService:
         result: SyncResult = await reply.wait()
         await self.durable(request["group_id"])
         return result
+
+
+def share_epochs_of(config: BrokerConfig) -> dict[str, Any]:
+    """How the profile's release numbers share group epochs and assigns their partitions (recorded from the real
+    releases: tests/reference/recorded/*/share_group_epochs.json): Kafka 4.1 and 4.2 bump a group's epoch once
+    more at the first heartbeat after a member left, and 4.1 hashes members onto partitions (4.2 balances them);
+    4.3 starts groups at epoch 1 and computes a group's assignment at most every share.assignment.interval.ms (its
+    default, 1 s); 4.4 also brings the empty group's assignment epoch up to date when the last member leaves."""
+    from broker.config.kafka_versions import check_release, release_key
+
+    release = release_key(check_release(config.kafka_version))
+    if release < (4, 3):
+        return {"reassign_after_leave": True, "balanced_assignor": release >= (4, 2)}
+    return {"initial_epoch": 1, "assignment_interval_ms": 1000, "empty_assignment_on_leave": release >= (4, 4)}
 
 
 def consumer_epochs_of(config: BrokerConfig) -> dict[str, Any]:

@@ -1,11 +1,17 @@
-"""The trio shell of KIP-932 share consumption: the share partitions of every share group (coordinator/
-share_partition.py), their share sessions (ShareFetch/ShareAcknowledge session epochs), records read from the
-logs and handed out under acquisition locks, the lock-expiry timer, long polls that wait for new records, and
-the share-partition state persisted in `__share_group_state` (Kafka's ShareSnapshot records, keyed by group,
-topic id and partition) and read back at start, so acknowledged records are never delivered again after a
-restart or SIGKILL.
+"""The trio shell of KIP-932 share consumption on the partitions this broker leads (Kafka's
+SharePartitionManager): the share partitions of every share group (coordinator/share_partition.py), their share
+sessions (ShareFetch/ShareAcknowledge session epochs), records read from the logs and handed out under
+acquisition locks, the lock-expiry timer, and long polls that wait for new records.
 
-Single broker only: in a ZooKeeper-mode cluster share groups are not served (docs/compatibility/kafka4.md).
+A share partition's state is the share coordinator's (broker/services/share_coordinator.py), reached through
+the persister (broker/services/share_persister.py) as Kafka's SharePartition does: read at its first use here,
+and every change but an acquisition (acknowledgements, releases, expired locks, with the delivery counts and
+the start offset) written before it is answered, so nothing acknowledged is delivered again when this broker
+restarts, dies, or stops leading the partition; records acquired and not acknowledged then are offered again.
+A share partition leaves this broker's memory when the partition is led elsewhere (its next leader reads the
+state), when its state is fenced (a newer leader, or the group coordinator initialized the state again), and
+when the group's last share session here ends (the group coordinator may change the state of an empty group:
+AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups).
 """
 
 from __future__ import annotations
@@ -21,34 +27,27 @@ import trio
 
 from broker.clock import Clock
 from broker.config.options import BrokerConfig
-from broker.log.append import Appender, AppendOrigin
 from broker.services.appends import AppendSignal
-from broker.services.internal_topics import internal_topic, partition_for, stored_batches
-from broker.services.topics import SHARE_STATE_TOPIC, Partition, TopicManager
+from broker.services.share_persister import SharePersister
+from broker.services.topics import Partition, TopicManager
+from coordinator.share_coordinator import UNINITIALIZED_START_OFFSET
 from coordinator.share_partition import (
     AcknowledgeType,
     AcquiredRange,
     ShareAcquireMode,
     SharePartition,
-    StateBatch,
     check_acknowledgements,
 )
-from coordinator.share_partition import RecordState as ShareRecordState
 from protocol.header import ErrorCode
-from protocol.kafka4_group_records import (
-    RecordError,
-    ShareStateRecordType,
-    decode_share_state_record,
-    encode_share_state_record,
-)
-from protocol.records import Record as LogRecord
-from protocol.records import build_batch, iter_batches
+from protocol.records import iter_batches
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, uuid.UUID, int]  # group id, topic id, partition
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
+# The state is not this leader's to write any more: the share partition is read again at its next use.
+FENCED = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH})
 
 
 @dataclass(slots=True)
@@ -71,6 +70,19 @@ class ShareSessionError(Exception):
     def __init__(self, error: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error = error
+
+
+@dataclass(slots=True, eq=False)
+class _Held:
+    """A share partition led here: its state as read from the share coordinator, and its writes (one at a time,
+    in order: each carries the start offset from before its change)."""
+
+    partition: SharePartition
+    state_epoch: int
+    leader_epoch: int
+    lock: trio.Lock = field(default_factory=trio.Lock)
+    changed: int = 0  # changes made (a count)
+    written: int = 0  # changes written
 
 
 def _aborted_batches(partition: Partition, headers: list[Any]) -> set[int]:
@@ -97,77 +109,20 @@ def _aborted_batches(partition: Partition, headers: list[Any]) -> set[int]:
 
 class SharePartitions:
     def __init__(self, config: BrokerConfig, topics: TopicManager, clock: Clock, appends: AppendSignal,
-                 appender: Appender, group_config: Any) -> None:
+                 persister: SharePersister, group_config: Any) -> None:
         """`group_config(group_id, name)`: a group config's value (share.auto.offset.reset, ...) or None."""
         self.config = config
         self.topics = topics
         self.clock = clock
         self.appends = appends  # wakes share fetches waiting for records (released ones too)
-        self.appender = appender
+        self.persister = persister
         self.group_config = group_config
-        self.partitions: dict[Key, SharePartition] = {}
+        self.held: dict[Key, _Held] = {}
+        self._reading: dict[Key, trio.Event] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
-        self._persisted: dict[Key, tuple[int, list[StateBatch]]] = {}
         self.loaded = trio.Event()
         self._wake = trio.Event()
-        self._snapshot_epochs: dict[Key, int] = {}
-
-    # -- state in __share_group_state -------------------------------------------------------------------
-    def _state_partition(self, key: Key) -> Partition:
-        topic = internal_topic(self.topics, SHARE_STATE_TOPIC, self.clock.now_ms())
-        return topic.partitions[partition_for(f"{key[0]}:{key[1]}:{key[2]}", len(topic.partitions))]
-
-    def _persist(self, key: Key, sp: SharePartition) -> Partition:
-        epoch = self._snapshot_epochs.get(key, -1) + 1
-        self._snapshot_epochs[key] = epoch
-        now = self.clock.now_ms()
-        k, v = encode_share_state_record(
-            ShareStateRecordType.SHARE_SNAPSHOT,
-            {"group_id": key[0], "topic_id": key[1], "partition": key[2]},
-            {"snapshot_epoch": epoch, "state_epoch": 0, "leader_epoch": 0, "start_offset": sp.start_offset,
-             "create_timestamp": now, "write_timestamp": now,
-             "state_batches": [{"first_offset": b.first_offset, "last_offset": b.last_offset,
-                                "delivery_state": b.state.value, "delivery_count": b.delivery_count}
-                               for b in sp.snapshot()]})
-        return self._write_state(key, k, v, now)
-
-    def _delete_state(self, key: Key) -> None:
-        k, _ = encode_share_state_record(ShareStateRecordType.SHARE_SNAPSHOT,
-                                         {"group_id": key[0], "topic_id": key[1], "partition": key[2]}, None)
-        self._write_state(key, k, None, self.clock.now_ms())
-
-    def _write_state(self, key: Key, record_key: bytes, value: bytes | None, now: int) -> Partition:
-        """One record in the share partition's partition of `__share_group_state`; OSError if not written."""
-        partition = self._state_partition(key)
-        appended = self.appender.append(partition, build_batch([LogRecord(0, 0, record_key, value)],
-                                                               base_timestamp=now), AppendOrigin.COORDINATOR, now)
-        if appended.error:
-            raise OSError(f"writing the state of {key} failed: {appended.error.name}: {appended.message}")
-        return partition
-
-    def load(self) -> None:
-        topic = self.topics.get(SHARE_STATE_TOPIC)
-        if topic is not None:
-            for partition in topic.partitions:
-                for _header, records in stored_batches(partition):
-                    for record in records:
-                        if record.key is None:
-                            continue
-                        try:
-                            kind, key, value = decode_share_state_record(record.key, record.value)
-                        except RecordError as exc:
-                            log.warning("skipping a %s record: %s", SHARE_STATE_TOPIC, exc)
-                            continue
-                        k = (key.group_id, key.topic_id, key.partition)
-                        if value is None:
-                            self._persisted.pop(k, None)
-                        elif kind is ShareStateRecordType.SHARE_SNAPSHOT:
-                            self._snapshot_epochs[k] = value.snapshot_epoch
-                            self._persisted[k] = (value.start_offset, [
-                                StateBatch(b.first_offset, b.last_offset, ShareRecordState(b.delivery_state),
-                                           b.delivery_count) for b in value.state_batches])
-            log.info("loaded the state of %d share partition(s) from %s", len(self._persisted), SHARE_STATE_TOPIC)
-        self.loaded.set()
+        self._nursery: trio.Nursery | None = None
 
     # -- share partitions ---------------------------------------------------------------------------------
     def _limits(self, group_id: str) -> dict[str, int]:
@@ -189,71 +144,157 @@ class SharePartitions:
         """share.renew.acknowledge.enable (KIP-1222; true by default): RENEW acknowledgements allowed."""
         return (self.group_config(group_id, "share.renew.acknowledge.enable") or "true").lower() == "true"
 
-    def get(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
-        key = (group_id, topic_id, index)
-        sp = self.partitions.get(key)
-        if sp is not None:
-            for name, value in self._limits(group_id).items():  # group configs may have changed
-                setattr(sp, name, value)
-            return sp
+    def _led(self, topic_id: uuid.UUID, index: int) -> Partition | ErrorCode:
         topic = self.topics.get_by_id(topic_id)
-        if topic is None or not 0 <= index < len(topic.partitions):
-            return None
-        log_ = topic.partitions[index].log
-        persisted = self._persisted.get(key)
-        if persisted is not None:
-            sp = SharePartition.from_snapshot(persisted[0], persisted[1], **self._limits(group_id))
-        else:
-            # A share partition starts where share.auto.offset.reset says (Kafka's default: latest).
-            reset = (self.group_config(group_id, "share.auto.offset.reset") or "latest").lower()
-            start = log_.log_start_offset if reset == "earliest" else topic.partitions[index].high_watermark
-            sp = SharePartition(start, **self._limits(group_id))
-        if sp.start_offset < log_.log_start_offset:  # records deleted meanwhile
-            sp.reset_start(log_.log_start_offset)
-        self.partitions[key] = sp
-        return sp
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return self.topics.leader_partition(topic.name, index)
 
-    def group_partitions(self, group_id: str) -> Iterator[tuple[Key, SharePartition]]:
-        for key, sp in self.partitions.items():
-            if key[0] == group_id:
-                yield key, sp
-        for key, (start, batches) in self._persisted.items():
-            if key[0] == group_id and key not in self.partitions:
-                yield key, SharePartition.from_snapshot(start, batches)
+    async def get(self, group_id: str, topic_id: uuid.UUID, index: int) -> _Held | ErrorCode:
+        """The share partition, its state read from the share coordinator at its first use here (Kafka's
+        SharePartition.maybeInitialize); NOT_LEADER_OR_FOLLOWER where another broker leads the partition, the
+        read's error if its state cannot be had (the group coordinator has not initialized it yet, say)."""
+        key = (group_id, topic_id, index)
+        while True:
+            partition = self._led(topic_id, index)
+            if isinstance(partition, ErrorCode):
+                return partition
+            held = self.held.get(key)
+            if held is not None and held.leader_epoch == partition.leader_epoch:
+                for name, value in self._limits(group_id).items():  # group configs may have changed
+                    setattr(held.partition, name, value)
+                return held
+            reading = self._reading.get(key)
+            if reading is None:
+                break
+            await reading.wait()
+        self.held.pop(key, None)
+        reading = self._reading[key] = trio.Event()
+        try:
+            result = await self.persister.read(key, partition.leader_epoch)
+            if result.error:
+                log.info("share group %s: the state of %s-%d cannot be read: %s %s", group_id, partition.topic,
+                         index, result.error.name, result.message or "")
+                return result.error
+            if self._led(topic_id, index) is not partition:  # the leadership moved meanwhile
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            start = result.start_offset
+            if start == UNINITIALIZED_START_OFFSET:
+                start = self._reset_offset(group_id, partition)
+            sp = SharePartition.from_state(start, result.batches, **self._limits(group_id))
+            if sp.start_offset < partition.log.log_start_offset:  # records deleted meanwhile
+                sp.reset_start(partition.log.log_start_offset)
+            held = self.held[key] = _Held(sp, result.state_epoch, partition.leader_epoch)
+            return held
+        finally:
+            del self._reading[key]
+            reading.set()
 
-    def group_partitions_all(self) -> Iterator[tuple[Key, SharePartition]]:
-        yield from self.partitions.items()
-        for key, (start, batches) in self._persisted.items():
-            if key not in self.partitions:
-                yield key, SharePartition.from_snapshot(start, batches)
+    def _reset_offset(self, group_id: str, partition: Partition) -> int:
+        """Where a share partition without a start offset starts: share.auto.offset.reset (Kafka's default:
+        latest; by_duration: the first record at most that old)."""
+        plog = partition.log
+        reset = (self.group_config(group_id, "share.auto.offset.reset") or "latest").lower()
+        if reset == "earliest":
+            return plog.log_start_offset
+        if reset.startswith("by_duration:"):
+            from broker.config.group_configs import duration_ms
 
+            found = plog.offset_for_timestamp(self.clock.now_ms() - duration_ms(reset.partition(":")[2]))
+            return partition.high_watermark if found is None else min(found[0], partition.high_watermark)
+        return partition.high_watermark
+
+    def cached(self, group_id: str | None = None) -> Iterator[tuple[Key, SharePartition]]:
+        """The share partitions held here (of one group)."""
+        for key, held in list(self.held.items()):
+            if group_id is None or key[0] == group_id:
+                yield key, held.partition
+
+    def leadership_lost(self, topic: str, index: int) -> None:
+        """The partition is led elsewhere now: its share partitions go (the new leader reads their state)."""
+        found = self.topics.get(topic)
+        if found is None:
+            return
+        for key in [k for k in self.held if k[1] == found.topic_id and k[2] == index]:
+            del self.held[key]
+        self.appends.notify()
+
+    # -- writing the state ---------------------------------------------------------------------------------
+    def _changed(self, key: Key, held: _Held) -> int:
+        """A change was made: the ticket a write covering it reaches."""
+        held.changed += 1
+        return held.changed
+
+    async def _write(self, key: Key, held: _Held, ticket: int) -> ErrorCode:
+        """Until the changes up to `ticket` are written to the share coordinator (one write at a time, in
+        order; a failed write's changes go into the next one); the error if they could not be."""
+        async with held.lock:
+            if held.written >= ticket:
+                return ErrorCode.NONE
+            taken = held.partition.take_changes()
+            covered = held.changed
+            if taken is None:
+                held.written = covered
+                return ErrorCode.NONE
+            batches, moved = taken
+            sp = held.partition
+            result = await self.persister.write(key, held.state_epoch, held.leader_epoch, sp.persisted_start,
+                                                sp.delivery_complete_count(), batches)
+            if result.error in FENCED:
+                log.info("share group %s: the state of %s-%d is fenced (%s): read again at its next use", key[0],
+                         key[1], key[2], result.error.name)
+                if self.held.get(key) is held:
+                    del self.held[key]
+                return result.error
+            if result.error:
+                log.warning("share group %s: writing the state of %s-%d failed: %s %s", key[0], key[1], key[2],
+                            result.error.name, result.message or "")
+                sp.restore_changes(batches, moved)
+                return result.error
+            held.written = covered
+            return ErrorCode.NONE
+
+    def _write_later(self, key: Key, held: _Held) -> None:
+        """Write what changed without an answer waiting for it (a release, an expired lock)."""
+        ticket = self._changed(key, held)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._write, key, held, ticket)
+
+    # -- members ----------------------------------------------------------------------------------------------
     def member_gone(self, group_id: str, member_id: str) -> None:
+        """The member left the group, or its share session here ended: what it held goes back."""
         self.sessions.pop((group_id, member_id), None)
-        for key, sp in list(self.partitions.items()):
-            if key[0] == group_id and sp.release_member(member_id):
-                self._persist(key, sp)
+        for key, held in list(self.held.items()):
+            if key[0] == group_id and held.partition.release_member(member_id):
+                self._write_later(key, held)
         self.appends.notify()  # waiting fetches may now get the released records
+        if not any(g == group_id for g, _ in self.sessions):
+            self._forget_group(group_id)
 
-    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
-        for key in [k for k in list(self.partitions) + list(self._persisted) if k[0] == group_id and k[1] == topic_id]:
-            self.partitions.pop(key, None)
-            self._persisted.pop(key, None)
-            self._delete_state(key)
+    def _forget_group(self, group_id: str) -> None:
+        """No share session of the group here any more: its share partitions leave memory once written (the
+        group coordinator may change an empty group's state), as Kafka's SharePartitionManager on an empty
+        group."""
+        for key, held in list(self.held.items()):
+            if key[0] == group_id and held.partition.counts()["ACQUIRED"] == 0:
+                if self._nursery is not None:
+                    self._nursery.start_soon(self._write_and_forget, key, held)
 
-    def alter_start(self, group_id: str, topic_id: uuid.UUID, index: int, offset: int) -> None:
-        sp = self.get(group_id, topic_id, index)
-        if sp is not None:
-            sp.alter_start(offset)
-            self._persist((group_id, topic_id, index), sp)
+    async def _write_and_forget(self, key: Key, held: _Held) -> None:
+        await self._write(key, held, held.changed)
+        if self.held.get(key) is held and not any(g == key[0] for g, _ in self.sessions):
+            del self.held[key]
 
     # -- sessions -------------------------------------------------------------------------------------------
     def session(self, group_id: str, member_id: str, epoch: int, added: list[tuple[uuid.UUID, int]],
                 forgotten: list[tuple[uuid.UUID, int]]) -> ShareSession | None:
-        """Kafka's ShareSessionCache: epoch 0 opens a session (replacing any), -1 closes it, others must be
-        the expected epoch. None for the final epoch (the session is gone)."""
+        """Kafka's ShareSessionCache: epoch 0 opens a session (replacing any), -1 closes it (`close_session`,
+        once the request's acknowledgements are done), others must be the expected epoch. None for the final
+        epoch."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
-            self.member_gone_from_session(group_id, member_id)
+            if key in self.sessions:  # a new session of a member: what it held under the old one goes back
+                self.member_gone(group_id, member_id)
             session = self.sessions[key] = ShareSession(1, set(added))
             return session
         session = self.sessions.get(key)
@@ -261,7 +302,6 @@ class SharePartitions:
             raise ShareSessionError(ErrorCode.SHARE_SESSION_NOT_FOUND,
                                     f"Share session not found for member {member_id} of group {group_id}.")
         if epoch == FINAL_EPOCH:
-            del self.sessions[key]
             return None
         if epoch != session.epoch:
             raise ShareSessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
@@ -271,45 +311,48 @@ class SharePartitions:
         session.partitions -= set(forgotten)
         return session
 
-    def member_gone_from_session(self, group_id: str, member_id: str) -> None:
-        """A new session of a member: what it held under the old one goes back."""
-        if (group_id, member_id) in self.sessions:
-            del self.sessions[(group_id, member_id)]
-            for key, sp in list(self.partitions.items()):
-                if key[0] == group_id and sp.release_member(member_id):
-                    self._persist(key, sp)
+    def close_session(self, group_id: str, member_id: str) -> None:
+        """The final epoch's request is done: the session ends, and what the member still holds goes back (Kafka's
+        releaseSession)."""
+        self.member_gone(group_id, member_id)
 
     # -- acknowledgements and fetches ---------------------------------------------------------------------------
-    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
-                    batches: list[tuple[int, int, list[int]]], *, renew: bool = False
-                    ) -> tuple[ErrorCode, Partition | None]:
-        """One partition's acknowledgement batches, all or nothing; the state written to __share_group_state
-        when they were applied (the partition to wait on for durability), else None."""
+    async def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
+                          batches: list[tuple[int, int, list[int]]], *, renew: bool = False) -> ErrorCode:
+        """One partition's acknowledgement batches, all or nothing, answered once written to the share
+        coordinator (Kafka's persister write)."""
         error = check_acknowledgements(batches, renew=renew)
         if error != ErrorCode.NONE:
-            return error, None
-        sp = self.get(group_id, topic_id, index)
-        if sp is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+            return error
+        held = await self.get(group_id, topic_id, index)
+        if isinstance(held, ErrorCode):
+            return held
         if renew and not self.renew_enabled(group_id) \
                 and any(AcknowledgeType.RENEW.value in types for _, _, types in batches):
-            return ErrorCode.INVALID_RECORD_STATE, None
-        error = sp.acknowledge_batches(member_id, [(first, last, [AcknowledgeType(t) for t in types])
-                                                  for first, last, types in batches], self.clock.now_ms())
+            return ErrorCode.INVALID_RECORD_STATE
+        key = (group_id, topic_id, index)
+        error = held.partition.acknowledge_batches(member_id, [(first, last, [AcknowledgeType(t) for t in types])
+                                                              for first, last, types in batches], self.clock.now_ms())
         if error != ErrorCode.NONE:
-            return error, None
-        stored = self._persist((group_id, topic_id, index), sp)
+            return error
+        ticket = self._changed(key, held)
         self.appends.notify()  # released records may be fetched now
         self.changed()  # a renewed lock moves the next deadline
-        return error, stored
+        return await self._write(key, held, ticket)
 
-    def fetch(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
-              max_bytes: int, mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> PartitionResult:
-        sp = self.get(group_id, topic_id, index)
-        topic = self.topics.get_by_id(topic_id)
-        if sp is None or topic is None:
-            return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        partition = topic.partitions[index]
+    async def fetch(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
+                    max_bytes: int, mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> PartitionResult:
+        held = await self.get(group_id, topic_id, index)
+        if isinstance(held, ErrorCode):
+            return PartitionResult(held)
+        partition = self._led(topic_id, index)
+        if isinstance(partition, ErrorCode):
+            return PartitionResult(partition)
+        return self._acquire(group_id, member_id, held, partition, max_records, max_bytes, mode)
+
+    def _acquire(self, group_id: str, member_id: str, held: _Held, partition: Partition, max_records: int,
+                 max_bytes: int, mode: ShareAcquireMode) -> PartitionResult:
+        sp = held.partition
         plog = partition.log
         if sp.start_offset < plog.log_start_offset:
             sp.reset_start(plog.log_start_offset)
@@ -328,35 +371,37 @@ class SharePartitions:
         spans = [(header.base_offset, header.base_offset + header.last_offset_delta, start, end)
                  for header, start, end in headers]
         aborted = _aborted_batches(partition, [h for h, _, _ in headers]) if committed and spans else set()
+        # (The records of aborted transactions archived here are written with the next change, as Kafka does.)
         acquired = sp.acquire(member_id, [(first, last) for first, last, _, _ in spans], max_records,
                               self.clock.now_ms(), mode, aborted)
         if not acquired:
             return PartitionResult()
         # From the batch of the first acquired record to that of the last, as Kafka slices what it read (the
         # batches in between go too: an aborted transaction's, records done meanwhile).
-        held = [i for i, (first, last, _, _) in enumerate(spans)
-                if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
-        chunks = [bytes(data[start:end]) for _, _, start, end in spans[held[0]:held[-1] + 1]]
-        self._persist((group_id, topic_id, index), sp)
+        chosen = [i for i, (first, last, _, _) in enumerate(spans)
+                  if any(r.first_offset <= last and first <= r.last_offset for r in acquired)]
+        chunks = [bytes(data[start:end]) for _, _, start, end in spans[chosen[0]:chosen[-1] + 1]]
         self.changed()  # the lock-expiry timer may sleep past the new locks' deadline
         return PartitionResult(acquired=acquired, records=b"".join(chunks))
 
     # -- timers ---------------------------------------------------------------------------------------------------
     async def run(self) -> None:
-        self.load()
-        while True:
-            now = self.clock.now_ms()
-            deadlines = [d for sp in self.partitions.values() if (d := sp.next_lock_deadline()) is not None]
-            deadline = min(deadlines, default=None)
-            if deadline is not None and deadline <= now:
-                for key, sp in self.partitions.items():
-                    if sp.expire_locks(now):
-                        log.info("share group %s: acquisition locks expired on %s-%d", key[0], key[1], key[2])
-                        self._persist(key, sp)
-                self.appends.notify()
-                continue
-            self._wake = trio.Event()
-            await self.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self.loaded.set()
+            while True:
+                now = self.clock.now_ms()
+                deadlines = [d for h in self.held.values() if (d := h.partition.next_lock_deadline()) is not None]
+                deadline = min(deadlines, default=None)
+                if deadline is not None and deadline <= now:
+                    for key, held in list(self.held.items()):
+                        if held.partition.expire_locks(now):
+                            log.info("share group %s: acquisition locks expired on %s-%d", key[0], key[1], key[2])
+                            self._write_later(key, held)
+                    self.appends.notify()
+                    continue
+                self._wake = trio.Event()
+                await self.clock.wait(self._wake, math.inf if deadline is None else (deadline - now) / 1000)
 
     def changed(self) -> None:
         self._wake.set()

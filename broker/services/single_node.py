@@ -19,6 +19,7 @@ from protocol.header import ErrorCode
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from broker.config.kafka_versions import VersionProfile
     from broker.services.marker_writer import MarkerWriter
 
 
@@ -75,6 +76,9 @@ class SingleNode:
 
     def transaction_markers(self, local: MarkerWriter) -> MarkerWriter:
         return local  # every partition is here
+
+    def share_coordinators(self, versions: VersionProfile) -> None:
+        return None  # every share partition's state is coordinated here
 
     def not_controller(self) -> bool:
         return False  # a single broker is its own controller

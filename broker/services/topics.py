@@ -45,6 +45,14 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE
 _CLOSE_THREADS = 8
 
 
+def share_state_topic_configs(config: BrokerConfig, replication_factor: int) -> dict[str, str]:
+    """`__share_group_state`'s settings, as Kafka's ShareCoordinatorService gives them: records are deleted by
+    the share coordinator's pruning, not by retention or compaction (KIP-932)."""
+    return {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer",
+            "segment.bytes": str(config.share_coordinator_state_topic_segment_bytes),
+            "min.insync.replicas": str(min(config.share_coordinator_state_topic_min_isr, replication_factor))}
+
+
 class TopicError(Exception):
     """A topic operation failed with a Kafka error (name from protocol.header.ErrorCode)."""
 
@@ -213,8 +221,8 @@ class TopicManager:
             configs = {"cleanup.policy": "compact",
                        "segment.bytes": str(self.config.offsets_topic_segment_bytes), **(configs or {})}
         elif name == SHARE_STATE_TOPIC and num_partitions == -1:
-            num_partitions = 50  # share.coordinator.state.topic.num.partitions
-            configs = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), **(configs or {})}
+            num_partitions = self.config.share_coordinator_state_topic_num_partitions
+            configs = {**share_state_topic_configs(self.config, 1), **(configs or {})}
         elif name == TRANSACTION_STATE_TOPIC and num_partitions == -1:
             num_partitions = self.config.transaction_state_log_num_partitions
             configs = {"cleanup.policy": "compact",

@@ -13,9 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +56,8 @@ def client_jars(release: str) -> list[Path]:
 # member protocols of KIP-848): left out of an older client's build, and its checks with them
 # (minibroker.check.Main registers ShareChecks and MigrationChecks if they are there).
 NEWER_CLIENTS = {"minibroker/check/ShareChecks.java": "4.1", "minibroker/streams/StreamsGroupAdmin.java": "4.2",
-                 "minibroker/streams/WordCountCheck.java": "4.2", "minibroker/check/MigrationChecks.java": "4.0"}
+                 "minibroker/streams/WordCountCheck.java": "4.2", "minibroker/check/MigrationChecks.java": "4.0",
+                 "minibroker/share/ShareFailoverCheck.java": "4.2"}
 
 
 def sources(release: str | None = None) -> list[Path]:
@@ -156,3 +160,25 @@ def run_checks(release: str, bootstrap: str, selectors: list[str], timeout: floa
 
 def failures(results: list[CheckResult]) -> str:
     return "\n\n".join(f"{r.check}: {r.error}\n{r.trace}" for r in results if not r.ok)
+
+
+class Lines:
+    """A subprocess's stdout lines, read by a thread, taken with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
+
+    def _pump(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.queue.put(line)
+        self.queue.put(None)
+
+    def next_event(self, deadline: float) -> dict[str, Any] | None:
+        while True:
+            line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            if line is None:
+                return None
+            if line.startswith("{"):
+                return json.loads(line)

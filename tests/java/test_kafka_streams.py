@@ -14,9 +14,7 @@ three, and what the Java Admin client sees of the streams group (described, list
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -45,28 +43,6 @@ def created_topics(trace: Path) -> dict[str, dict[str, Any]]:
     return topics
 
 
-class Lines:
-    """A subprocess's stdout lines, read by a thread, taken with a deadline."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.queue: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
-
-    def _pump(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self.queue.put(line)
-        self.queue.put(None)
-
-    def next_event(self, deadline: float) -> dict[str, Any] | None:
-        while True:
-            line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            if line is None:
-                return None
-            if line.startswith("{"):
-                return json.loads(line)
-
-
 def run_word_count(tmp_path: Path, app: str, bootstrap: str, in_the_middle: Callable[[], None],
                    *extra: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Runs WordCountCheck, calls `in_the_middle` once a third of the output is there; returns the progress
@@ -79,7 +55,7 @@ def run_word_count(tmp_path: Path, app: str, bootstrap: str, in_the_middle: Call
                     "--words", str(WORDS), "--timeout", "240", *extra),
         stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:
-        lines = Lines(proc)
+        lines = jvm.Lines(proc)
         deadline = time.monotonic() + 300
         killed_at: dict[str, Any] | None = None
         result = None

@@ -58,3 +58,31 @@ def test_kafka_3_9_runs_on_zookeeper_in_a_chroot_of_its_own(kafka_reference, zoo
         zk.close()
     kafka.create_topic("on-zookeeper", partitions=2, replication_factor=brokers)
     assert len(kafka.topics()["on-zookeeper"]["partitions"][0]["replicas"]) == brokers
+
+
+@pytest.mark.reference_cluster
+def test_kafka_share_groups_keep_acknowledgements_across_killed_brokers(kafka_reference, tmp_path) -> None:
+    """What minibroker's cluster is held to (tests/java/test_share_consumer.py, the same Java check): on three
+    Kafka 4.4 nodes, two share consumers with explicit acknowledgement while the leader of a partition is
+    SIGKILLed, then, once it is back, the node of a share coordinator of the group: every record acknowledged,
+    none delivered again after its acknowledgement was answered."""
+    import uuid
+
+    from tests.java.test_share_consumer import find_share_coordinator, run_share_failover
+
+    kafka = kafka_reference(release="4.4", brokers=3, fresh=True)
+    killed: list[int] = []
+
+    def kill_a_leader(topic: str) -> None:
+        killed.append(kafka.leader(topic, 0))
+        kafka.kill_node(killed[0])
+        kafka.wait_leader(topic, 0, not_in={killed[0]})
+
+    def restart_it_and_kill_a_share_coordinator(topic: str, group: str) -> None:
+        kafka.start_node(killed[0])
+        topic_id = uuid.UUID(str(kafka.topics(killed[0])[topic]["topic_id"]))
+        killed.append(find_share_coordinator(kafka.cluster.nodes[killed[0]].address, group, topic_id, 0))
+        kafka.kill_node(killed[1])
+
+    run_share_failover(tmp_path, kafka.bootstrap, kill_a_leader, restart_it_and_kill_a_share_coordinator)
+    assert len(killed) == 2

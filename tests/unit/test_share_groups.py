@@ -1,13 +1,16 @@
 """KIP-932 share groups as pure logic, explicit `now`: the share partition's record states (acquire, ACCEPT,
-RELEASE, REJECT, delivery count limit, lock expiry, start offset, snapshot/restore) and the share group's
-membership (heartbeat, simple assignor sharing partitions, session timeout)."""
+RELEASE, REJECT, delivery count limit, lock expiry, start offset, the changes written to the share coordinator
+and the state read back) and the share group's membership (heartbeat, share state initialized before the
+partitions are assigned, simple assignor sharing partitions, session timeout, each release's epochs)."""
 
 from __future__ import annotations
 
 import uuid
 
 from coordinator.assignors import GroupSpec, MemberSpec, SubscriptionType
-from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator, SimpleAssignor, java_string_hash
+from coordinator.share_assignors import HashingSimpleAssignor, SimpleAssignor, java_hash_order, java_string_hash
+from coordinator.share_coordinator import PersisterBatch, combine
+from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator
 from coordinator.share_partition import AcknowledgeType, AcquiredRange, RecordState, ShareAcquireMode, SharePartition
 from protocol.header import ErrorCode
 from tests.unit.test_consumer_group_coordinator import Log, Topics
@@ -67,17 +70,43 @@ def test_member_leaving_releases_its_records() -> None:
     assert sp.acquire("c", single_records(4), 10, 0) == [AcquiredRange(0, 1, 2)]
 
 
-def test_snapshot_survives_a_restart() -> None:
+def test_changes_are_written_and_read_back_as_kafka_persists_them() -> None:
     sp = SharePartition(0, delivery_count_limit=5)
     sp.acquire("a", single_records(6), 10, 0)
+    assert sp.take_changes() is None  # acquisitions stay in memory
     sp.acknowledge("a", 0, 5, [ACCEPT, ACCEPT, RELEASE, ACCEPT, REJECT, ACCEPT])
-    sp.acquire("a", single_records(8), 1, 0)  # re-acquires 2 (delivery 2), left acquired
-    batches = sp.snapshot()
-    restored = SharePartition.from_snapshot(sp.start_offset, batches, delivery_count_limit=5)
+    batches, moved = sp.take_changes()
+    # The write carries the start offset from before the change, and what the change did.
+    assert sp.persisted_start == 0 and sp.start_offset == 2 and not moved
+    assert [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in batches] == [
+        (0, 1, 2, 1), (2, 2, 0, 1), (3, 3, 2, 1), (4, 4, 4, 1), (5, 5, 2, 1)]
+    assert sp.delivery_complete_count() == 5  # 0, 1, 3, 4, 5 done from offset 0 on
+    sp.acquire("a", single_records(8), 10, 0)  # re-acquires 2 (delivery 2), 6 and 7: left acquired
+    state = combine((), batches, 0)
+    restored = SharePartition.from_state(sp.persisted_start, state, delivery_count_limit=5)
     assert restored.start_offset == 2
-    # The acquired record is available again with its deliveries; the acknowledged ones are not offered.
-    assert restored.acquire("b", single_records(8), 10, 0) == [AcquiredRange(2, 2, 3), AcquiredRange(6, 7, 1)]
+    # The acquisitions are lost with the leader: 2 is offered with its one written delivery, 6 and 7 as new.
+    assert restored.acquire("b", single_records(8), 10, 0) == [AcquiredRange(2, 2, 2), AcquiredRange(6, 7, 1)]
     assert restored.acknowledge("b", 2, 2, [ACCEPT]) == ErrorCode.NONE and restored.start_offset == 6
+
+
+def test_offsets_between_the_state_batches_read_are_offered_again() -> None:
+    # Acquired and never acknowledged records leave no state: a gap the next leader hands out again.
+    state = (PersisterBatch(10, 11, 2, 1), PersisterBatch(14, 14, 4, 3))
+    sp = SharePartition.from_state(10, state)
+    assert sp.start_offset == 12 and sp.end_offset == 15
+    assert sp.acquire("a", single_records(16), 10, 0) == [AcquiredRange(12, 13, 1), AcquiredRange(15, 15, 1)]
+
+
+def test_a_failed_write_goes_into_the_next_one() -> None:
+    sp = SharePartition(0)
+    sp.acquire("a", single_records(3), 10, 0)
+    sp.acknowledge("a", 0, 0, [ACCEPT])
+    first = sp.take_changes()
+    sp.acknowledge("a", 1, 1, [REJECT])
+    sp.restore_changes(*first)
+    batches, _ = sp.take_changes()
+    assert [(b.first_offset, b.last_offset, b.delivery_state) for b in batches] == [(0, 0, 2), (1, 1, 4)]
 
 
 def test_gap_acknowledgements_and_bad_batches() -> None:
@@ -154,39 +183,117 @@ def test_records_of_aborted_transactions_are_archived_unread() -> None:
     assert sp.acquire("a", [(2, 4)], 10, 0, aborted={2}) == [] and sp.start_offset == 5
 
 
-def test_simple_assignor_shares_a_partition_between_members() -> None:
+def test_kafka_41_simple_assignor_shares_a_partition_between_members() -> None:
     t = uuid.uuid4()
     spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b", "c")}, SubscriptionType.HOMOGENEOUS)
-    out = SimpleAssignor().assign(spec, lambda _: 1)
+    out = HashingSimpleAssignor().assign(spec, lambda _: [0])
     assert all(out[m] == {t: {0}} for m in "abc")
     spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in ("a", "b")}, SubscriptionType.HOMOGENEOUS)
-    out = SimpleAssignor().assign(spec, lambda _: 6)
+    out = HashingSimpleAssignor().assign(spec, lambda _: range(6))
     assert set().union(*(out[m][t] for m in "ab")) == set(range(6))
+    # Only the partitions whose share state is initialized are assigned.
+    out = HashingSimpleAssignor().assign(spec, lambda _: [1, 4])
+    assert set().union(*(out[m].get(t, set()) for m in "ab")) == {1, 4}
     assert java_string_hash("hello") == 99162322 and java_string_hash("member-é") == java_string_hash("member-é")
+
+
+def test_kafka_42_simple_assignor_balances_then_keeps() -> None:
+    t, u = uuid.uuid4(), uuid.uuid4()
+    a, b, c = "a" * 22, "b" * 22, "c" * 22
+    # The first member has both partitions; a second takes one of them (recorded from 4.2 to 4.4: one each).
+    spec = GroupSpec({b: MemberSpec(frozenset({t})), a: MemberSpec(frozenset({t}), {t: frozenset({0, 1})})},
+                     SubscriptionType.HOMOGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda _: [0, 1])
+    assert sorted(len(out[m][t]) for m in (a, b)) == [1, 1] and out[a][t] | out[b][t] == {0, 1}
+    # More members than partitions: each partition shared by ceil(3 / 2) members, the four assignments spread
+    # 2, 1, 1 (Kafka's desired counts).
+    spec = GroupSpec({m: MemberSpec(frozenset({t})) for m in (a, b, c)}, SubscriptionType.HOMOGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda _: [0, 1])
+    assert [len(out[m][t]) for m in (a, b, c)] == [2, 1, 1]
+    assert sorted(sum(p in out[m][t] for m in (a, b, c)) for p in (0, 1)) == [2, 2]
+    # Members keep what they have where the balance allows.
+    spec = GroupSpec({a: MemberSpec(frozenset({t}), {t: frozenset({2, 3})}), b: MemberSpec(frozenset({t}),
+                                                                                            {t: frozenset({0, 1})})},
+                     SubscriptionType.HOMOGENEOUS)
+    assert SimpleAssignor().assign(spec, lambda _: range(4)) == {a: {t: {2, 3}}, b: {t: {0, 1}}}
+    # Heterogeneous subscriptions: each topic balanced between its own subscribers.
+    spec = GroupSpec({a: MemberSpec(frozenset({t})), b: MemberSpec(frozenset({t, u}))}, SubscriptionType.HETEROGENEOUS)
+    out = SimpleAssignor().assign(spec, lambda topic: range(2) if topic == t else range(3))
+    assert len(out[a][t]) == len(out[b][t]) == 1 and out[b][u] == {0, 1, 2}
+    # Kafka takes the members in the order of a Java HashMap of their ids.
+    assert java_hash_order([a, b]) == [b, a]
+
+
+def hb(c: ShareGroupCoordinator, member: str, epoch: int, now: int, topics: list[str] | None = None):
+    return c.heartbeat(group_id="s", member_id=member, member_epoch=epoch, rack_id=None,
+                       subscribed_topic_names=topics, client_id="c", client_host="h", now_ms=now)
 
 
 def test_share_group_heartbeats_and_session_timeout() -> None:
     topics, store = Topics(q=1), Log()
     gone: list[tuple[str, str]] = []
-    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=45_000), store, topics)
+    q = topics.ids["q"]
+    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=45_000, reassign_after_leave=True), store, topics)
     c.on_member_gone = lambda g, m: gone.append((g, m))
-    r = c.heartbeat(group_id="s", member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=["q"],
-                    client_id="c", client_host="h", now_ms=0)
-    assert (r.error, r.member_epoch) == (ErrorCode.NONE, 1) and r.assignment == {topics.ids["q"]: frozenset({0})}
-    r2 = c.heartbeat(group_id="s", member_id="m2", member_epoch=0, rack_id=None, subscribed_topic_names=["q"],
-                     client_id="c", client_host="h", now_ms=10)
-    assert r2.member_epoch == 2 and r2.assignment == {topics.ids["q"]: frozenset({0})}
-    r = c.heartbeat(group_id="s", member_id="m1", member_epoch=1, rack_id=None, subscribed_topic_names=None,
-                    client_id="c", client_host="h", now_ms=20)
-    assert r.member_epoch == 2 and r.assignment is None  # the same partition, a new epoch
-    assert c.heartbeat(group_id="s", member_id="m1", member_epoch=7, rack_id=None, subscribed_topic_names=None,
-                       client_id="c", client_host="h", now_ms=20).error == ErrorCode.FENCED_MEMBER_EPOCH
+    r = hb(c, "m1", 0, 0, ["q"])
+    # Nothing is assigned before the partition's share state is initialized at the share coordinator.
+    assert (r.error, r.member_epoch, r.assignment) == (ErrorCode.NONE, 1, {})
+    assert (r.initialize, r.state_epoch) == ({q: frozenset({0})}, 1)
+    assert hb(c, "m1", 1, 5).initialize == {}  # being initialized: asked once
+    c.initialized("s", r.initialize, {}, 6)
+    r = hb(c, "m1", 1, 7)
+    assert (r.member_epoch, r.assignment) == (2, {q: frozenset({0})})
+    r2 = hb(c, "m2", 0, 10, ["q"])
+    assert r2.member_epoch == 3 and r2.assignment == {q: frozenset({0})}
+    r = hb(c, "m1", 2, 20)
+    assert r.member_epoch == 3 and r.assignment is None  # the same partition, a new epoch
+    assert hb(c, "m1", 7, 20).error == ErrorCode.FENCED_MEMBER_EPOCH
     c.tick(45_010)
     assert list(c.groups["s"].members) == ["m1"] and gone == [("s", "m2")]
-    r = c.heartbeat(group_id="s", member_id="m1", member_epoch=-1, rack_id=None, subscribed_topic_names=None,
-                    client_id="c", client_host="h", now_ms=45_020)
+    assert (c.groups["s"].group_epoch, c.groups["s"].assignment_epoch) == (4, 3)
+    # Kafka 4.1/4.2: the heartbeat after a member left moves the epoch on once more.
+    assert hb(c, "m1", 3, 45_015).member_epoch == 5
+    r = hb(c, "m1", -1, 45_020)
     assert r.member_epoch == -1 and c.groups["s"].state.value == "Empty"
     assert c.delete_group("s", 45_030) == ErrorCode.NONE
     fresh = ShareGroupCoordinator(ShareGroupConfig(), Log(), topics)
-    assert fresh.heartbeat(group_id="s", member_id="m1", member_epoch=3, rack_id=None, subscribed_topic_names=None,
-                           client_id="c", client_host="h", now_ms=0).error == ErrorCode.GROUP_ID_NOT_FOUND
+    assert hb(fresh, "m1", 3, 0).error == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_kafka_44_epochs_start_at_one_and_assign_at_most_every_interval() -> None:
+    topics = Topics(q=2)
+    q = topics.ids["q"]
+    c = ShareGroupCoordinator(ShareGroupConfig(initial_epoch=1, assignment_interval_ms=1000,
+                                               empty_assignment_on_leave=True), Log(), topics)
+    r = hb(c, "a", 0, 0, ["q"])
+    assert (r.member_epoch, r.assignment, r.state_epoch) == (2, {}, 2)
+    c.initialized("s", r.initialize, {}, 10)
+    assert hb(c, "a", 2, 1_000).member_epoch == 3
+    r = hb(c, "b", 0, 1_100, ["q"])  # within the interval: the last assignment's epoch, nothing for b yet
+    assert (r.member_epoch, r.assignment) == (3, {})
+    assert (c.groups["s"].group_epoch, c.groups["s"].assignment_epoch) == (4, 3)
+    c.tick(2_000)  # the interval passed: the assignment is computed
+    assert c.groups["s"].assignment_epoch == 4
+    r = hb(c, "b", 3, 2_100)
+    assert r.member_epoch == 4 and r.assignment and set(r.assignment[q]) < {0, 1}
+    hb(c, "b", -1, 2_200)
+    hb(c, "a", -1, 2_300)
+    assert (c.groups["s"].group_epoch, c.groups["s"].assignment_epoch) == (6, 6)
+
+
+def test_share_state_records_survive_a_restart_of_the_coordinator() -> None:
+    from protocol.kafka4_group_records import decode_group_record
+
+    topics, store = Topics(q=2), Log()
+    c = ShareGroupCoordinator(ShareGroupConfig(), store, topics)
+    r = hb(c, "a", 0, 0, ["q"])
+    c.initialized("s", {topics.ids["q"]: frozenset({0})}, {topics.ids["q"]: frozenset({1})}, 1)
+    reloaded = ShareGroupCoordinator(ShareGroupConfig(), Log(), topics)
+    decoded = [decode_group_record(k, v) for k, v in store.records]
+    reloaded.load(((kind, dict(k), None if v is None else dict(v)) for kind, k, v in decoded), 2)
+    group = reloaded.groups["s"]
+    # Partition 0 is initialized; 1 failed and is initialized again by the next heartbeat.
+    assert group.initialized == {topics.ids["q"]: frozenset({0})} and group.initializing == {}
+    assert r.initialize == {topics.ids["q"]: frozenset({0, 1})}
+    assert reloaded.prepare_delete("s", [topics.ids["q"]], 3) == ErrorCode.NONE
+    assert reloaded.state_partitions("s") == {} and reloaded.groups["s"].deleting == {topics.ids["q"]}

@@ -46,6 +46,8 @@ NOT_AT_STARTUP = (
     "broker.services.groups",
     "broker.services.transactions",
     "broker.services.share_partitions",
+    "broker.services.share_coordinator",
+    "broker.services.share_persister",
     "broker.services.marker_writer",
     "broker.services.fetch_sessions",
     "protocol.schema",

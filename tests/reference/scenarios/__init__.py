@@ -15,6 +15,7 @@ from tests.reference.scenarios import (  # noqa: F401
     newest_versions,
     produce,
     quotas,
+    share_coordinator,
     share_groups,
     streams_groups,
     tokens,
