@@ -84,9 +84,14 @@ def test_consumers_sharing_one_partition_get_every_record_once(broker: BrokerThr
         drain(consumers, lambda: len(got) == 60, take)
         assert sorted(got) == list(range(60)) and all(len(who) == 1 for who in got.values())
         described = AdminClient({"bootstrap.servers": broker.bootstrap})
-        # One consumer may have taken every batch before the others joined (a loaded machine): wait for them.
+        # One consumer may have taken every batch before the others joined (a loaded machine): wait for them
+        # and their assignments (which come with a later heartbeat than the join).
+        def joined_and_assigned() -> bool:
+            members = broker.groups()["workers"]["members"]
+            return len(members) == 3 and all(m["assigned"] for m in members)
+
         deadline = time.monotonic() + 30
-        while len(broker.groups()["workers"]["members"]) < 3 and time.monotonic() < deadline:
+        while not joined_and_assigned() and time.monotonic() < deadline:
             for c in consumers:
                 c.poll(0.1)
         groups = broker.groups()
