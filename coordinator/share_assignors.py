@@ -44,6 +44,19 @@ def java_hash_order(keys: Iterable[str]) -> list[str]:
     return sorted(ordered, key=bucket)  # stable: a bucket keeps the insertion order
 
 
+def _targets(topic_ids: Iterable[uuid.UUID], partitions: Partitions) -> list[tuple[uuid.UUID, int]]:
+    """The assignable (topic, partition) pairs of `topic_ids`, in Kafka's order; a topic that does not exist
+    fails the assignment as Kafka's assignors do."""
+    out = []
+    for topic_id in sorted(topic_ids, key=str):
+        assignable = partitions(topic_id)
+        if assignable is None:
+            raise PartitionAssignorError(f"Members are subscribed to topic {topic_id} which doesn't exist "
+                                         "in the topic metadata.")
+        out += [(topic_id, p) for p in sorted(assignable)]
+    return out
+
+
 class HashingSimpleAssignor:
     """Kafka 4.1's SimpleAssignor for share groups: each member hashes onto one partition of its subscription,
     current assignments stay where they can, the rest go round robin; with more members than partitions,
@@ -56,16 +69,6 @@ class HashingSimpleAssignor:
         None when the topic does not exist."""
         if not spec.members:
             return {}
-
-        def targets(topic_ids: Iterable[uuid.UUID]) -> list[tuple[uuid.UUID, int]]:
-            out = []
-            for topic_id in sorted(topic_ids, key=str):
-                assignable = partitions(topic_id)
-                if assignable is None:
-                    raise PartitionAssignorError(f"Members are subscribed to topic {topic_id} which doesn't exist "
-                                                 "in the topic metadata.")
-                out += [(topic_id, p) for p in sorted(assignable)]
-            return out
 
         def hashed(member_ids: Iterable[str], parts: list[tuple[uuid.UUID, int]],
                    into: dict[tuple[uuid.UUID, int], list[str]]) -> None:
@@ -84,7 +87,7 @@ class HashingSimpleAssignor:
         final: dict[str, set[tuple[uuid.UUID, int]]] = {m: set() for m in member_ids}
         if spec.subscription_type is SubscriptionType.HOMOGENEOUS:
             subscribed = spec.members[member_ids[0]].subscribed_topic_ids
-            target = targets(subscribed)
+            target = _targets(subscribed, partitions)
             if not target:
                 return {}
             desired = -(-len(target) // len(member_ids))
@@ -114,7 +117,7 @@ class HashingSimpleAssignor:
                 else:
                     eligible.remove(member)
         else:
-            subscriptions = {m: targets(spec.members[m].subscribed_topic_ids) for m in member_ids
+            subscriptions = {m: _targets(spec.members[m].subscribed_topic_ids, partitions) for m in member_ids
                              if spec.members[m].subscribed_topic_ids}
             topic_members: dict[uuid.UUID, list[str]] = {}
             for m, parts in subscriptions.items():
@@ -162,24 +165,14 @@ class SimpleAssignor:
         if not members:
             return {}
 
-        def targets(topic_ids: Iterable[uuid.UUID]) -> list[tuple[uuid.UUID, int]]:
-            out = []
-            for topic_id in sorted(topic_ids, key=str):
-                assignable = partitions(topic_id)
-                if assignable is None:
-                    raise PartitionAssignorError(f"Members are subscribed to topic {topic_id} which doesn't exist "
-                                                 "in the topic metadata.")
-                out += [(topic_id, p) for p in sorted(assignable)]
-            return out
-
         subscribed = {m: spec.members[m].subscribed_topic_ids for m in members}
         result = {m: {t: set(ps) for t, ps in spec.members[m].assignment.items() if t in subscribed[m]}
                   for m in members}
         if spec.subscription_type is SubscriptionType.HOMOGENEOUS:
-            _balance(targets(subscribed[members[0]]), members, result)
+            _balance(_targets(subscribed[members[0]], partitions), members, result)
         else:
             for topic_id in sorted(set().union(*subscribed.values()), key=str):
-                _balance(targets([topic_id]), [m for m in members if topic_id in subscribed[m]], result)
+                _balance(_targets([topic_id], partitions), [m for m in members if topic_id in subscribed[m]], result)
         return {m: {t: ps for t, ps in a.items() if ps} for m, a in result.items()}
 
 
